@@ -1,0 +1,1 @@
+"""Model and server backends: embeddings, NLI cross-encoder, OpenAI-compatible LLM."""

@@ -1,0 +1,53 @@
+"""The ``groundwatch`` command line (Typer). Each sub-module registers its commands."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import typer
+
+from core.config import SettingsError
+
+app = typer.Typer(
+    name="groundwatch",
+    help="How far can LLM answers about patients be trusted? Checks, storage and dashboard.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+llm_app = typer.Typer(help="Local LLM server (OpenAI-compatible).", no_args_is_help=True)
+app.add_typer(llm_app, name="llm")
+
+# Modules under core.cli that define ``register(app)``; each owns a group of commands.
+_COMMAND_MODULES: tuple[str, ...] = (
+    "records",
+    "evidence",
+    "ground",
+    "selfcheck",
+    "verify",
+    "llm",
+    "users",
+)
+
+for _name in _COMMAND_MODULES:
+    try:
+        _module = importlib.import_module(f"core.cli.{_name}")
+    except ModuleNotFoundError as _exc:
+        if _exc.name != f"core.cli.{_name}":
+            raise
+        continue
+    _module.register(app)
+
+
+def main() -> None:
+    """Entry point of the console script: one clear line for configuration errors."""
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        app()
+    except SettingsError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None

@@ -1,0 +1,129 @@
+"""Shared helpers of the ``groundwatch`` commands: output, exit codes, safe file reading.
+
+Exit codes (a stable contract): 0 done, 1 usage or I/O error, 2 invalid input (schema),
+3 a requested strict failure. Error messages name the file, line and field, never the text.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+EXIT_OK = 0
+EXIT_IO = 1
+EXIT_INVALID = 2
+EXIT_STRICT = 3
+
+
+class InputError(Exception):
+    """A file could not be read as required; ``code`` is the exit code to use."""
+
+    def __init__(self, message: str, *, code: int = EXIT_IO, error: str = "io_error") -> None:
+        super().__init__(message)
+        self.code = code
+        self.error = error
+
+
+def emit(obj: Any, *, as_json: bool, human: str | None = None) -> None:
+    """Print ``obj`` as one JSON document (``--json``) or ``human`` text otherwise."""
+    if as_json or human is None:
+        sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    else:
+        typer.echo(human)
+
+
+def fail(
+    message: str,
+    *,
+    code: int,
+    as_json: bool,
+    error: str = "error",
+    **extra: Any,
+) -> NoReturn:
+    """Report an error (JSON object on stdout with ``--json``, one line on stderr) and exit."""
+    if as_json:
+        sys.stdout.write(
+            json.dumps({"error": error, "message": message, **extra}, ensure_ascii=False) + "\n"
+        )
+    else:
+        typer.echo(f"error: {message}", err=True)
+        for key, value in extra.items():
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    typer.echo(f"  {key}.{k}: {v}", err=True)
+            elif isinstance(value, list):
+                for item in value[:50]:
+                    typer.echo(f"  {key}: {item}", err=True)
+    raise typer.Exit(code)
+
+
+def read_bytes(path: Path | str, *, what: str, max_bytes: int) -> bytes:
+    """Read a file (or ``-`` for stdin), refusing missing, empty or oversized input."""
+    if str(path) == "-":
+        data = sys.stdin.buffer.read(max_bytes + 1)
+    else:
+        p = Path(path)
+        if not p.exists():
+            raise InputError(f"{what}: file not found: {p}")
+        if not p.is_file():
+            raise InputError(f"{what}: not a regular file: {p}")
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise InputError(
+                f"{what}: file is {size} bytes, above the limit of {max_bytes} bytes "
+                "(GROUNDWATCH_MAX_INPUT_BYTES)",
+                code=EXIT_INVALID,
+                error="too_large",
+            )
+        data = p.read_bytes()
+    if len(data) > max_bytes:
+        raise InputError(
+            f"{what}: input is above the limit of {max_bytes} bytes (GROUNDWATCH_MAX_INPUT_BYTES)",
+            code=EXIT_INVALID,
+            error="too_large",
+        )
+    return data
+
+
+def decode_utf8(data: bytes, *, what: str) -> str:
+    """Decode UTF-8 (a BOM is dropped), naming the byte offset of the first invalid byte."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"{what}: invalid UTF-8 at byte {exc.start} (line {line})",
+            code=EXIT_INVALID,
+            error="invalid_utf8",
+        ) from None
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise InputError(
+            f"{what}: contains a NUL byte (line {line})", code=EXIT_INVALID, error="nul_byte"
+        )
+    return text
+
+
+def read_text(path: Path | str, *, what: str, max_bytes: int, allow_empty: bool = False) -> str:
+    """Read a UTF-8 text file with clear errors for missing, empty, huge or undecodable input."""
+    text = decode_utf8(read_bytes(path, what=what, max_bytes=max_bytes), what=what)
+    if not allow_empty and not text.strip():
+        raise InputError(f"{what}: file is empty", code=EXIT_INVALID, error="empty")
+    return text
+
+
+def read_json(path: Path | str, *, what: str, max_bytes: int) -> Any:
+    """Read a JSON document, naming line and column of a syntax error (no content echoed)."""
+    text = read_text(path, what=what, max_bytes=max_bytes)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            code=EXIT_INVALID,
+            error="invalid_json",
+        ) from None

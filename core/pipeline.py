@@ -1,0 +1,670 @@
+"""One record in -> the enabled checks -> stored in one transaction -> a QualityReport out.
+
+The phase 9 query flow: store the conversation, verify grounding, check consistency against
+the patient's earlier answers, score confidence, run SelfCheck when samples (or an LLM) are
+there, audit claims (SPEC-16), assess risk, and return the quality metrics and warnings with
+every check's status. A check that cannot run says why; nothing degrades silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from core.backends.llm import LLMClient, LLMError
+from core.checks import OK, CheckStatus, failed, skipped, unavailable
+from core.config import Settings
+from core.records import ConversationRecord
+from core.storage import models as m
+from core.storage import repo
+from core.storage.db import write_session
+from core.text import short_hash
+
+log = logging.getLogger(__name__)
+
+Auto = Literal["auto"]
+StoreStatus = Literal["imported", "updated", "unchanged"]
+
+
+@dataclass(frozen=True, slots=True)
+class QualityReport:
+    """Everything the pipeline found about one record.
+
+    ``metrics`` holds the phase 9 quality_metrics (grounding, consistency, confidence:
+    higher is better; hallucination_risk: higher is worse; overall_quality: higher is better).
+    """
+
+    external_id: str
+    conversation_id: str
+    store_status: StoreStatus
+    metrics: Any
+    risk: Any
+    warnings: tuple[str, ...]
+    checks: dict[str, CheckStatus]
+    execution_time_ms: int
+    is_flagged: bool
+    grounding: Any = None
+    evidence: Any = None
+    consistency: Any = None
+    confidence: Any = None
+    selfcheck: Any = None
+    epistemic: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe summary (scores, statuses, warnings; statement details via grounding)."""
+        return {
+            "id": self.external_id,
+            "conversation_id": self.conversation_id,
+            "store_status": self.store_status,
+            "quality_metrics": self.metrics.to_dict() if self.metrics else None,
+            "risk": self.risk.to_dict() if self.risk else None,
+            "warnings": list(self.warnings),
+            "checks": {k: v.to_dict() for k, v in self.checks.items()},
+            "execution_time_ms": self.execution_time_ms,
+            "is_flagged": self.is_flagged,
+            "grounding": self.grounding.to_dict() if self.grounding else None,
+            "consistency": self.consistency.to_dict() if self.consistency else None,
+        }
+
+
+@dataclass(slots=True)
+class _Work:
+    """Intermediate results of one record before it is stored."""
+
+    record: ConversationRecord
+    started: float
+    checks: dict[str, CheckStatus] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    grounding: Any = None
+    evidence: Any = None
+    selfcheck: Any = None
+    epistemic: Any = None
+
+
+def statement_risk(status: str, confidence: float) -> float:
+    """Review priority of a statement in [0, 1] (higher = look first).
+
+    Contradicted statements rank above unsupported ones; within a status, the surer the
+    detector, the higher.
+    """
+    c = min(1.0, max(0.0, float(confidence)))
+    if status == "contradicted":
+        return round(0.5 + 0.5 * c, 6)
+    if status == "unsupported":
+        return round(0.25 + 0.5 * c, 6)
+    return round(0.25 * (1.0 - c), 6)
+
+
+def transcript_text(record: ConversationRecord) -> str:
+    """Text the evidence quotes are grounded in: transcript sources, else all sources."""
+    chosen = [s for s in record.sources if s.type == "transcript"] or list(record.sources)
+    return "\n\n".join(s.text for s in chosen)
+
+
+class QualityPipeline:
+    """Runs the checks enabled by the settings' feature flags and stores the results.
+
+    Args:
+        settings: flags, thresholds and backend configuration.
+        engine: the database to store into (and read the patient's history from).
+        embedder: ``"auto"`` loads MiniLM when grounding is enabled; ``None`` disables the
+            semantic tiers (reported as ``unavailable``); or an embedder object.
+        nli: ``"auto"`` loads ``GROUNDWATCH_NLI_MODEL`` when set; ``None``; or a model.
+        llm: ``"auto"`` connects to ``GROUNDWATCH_LLM_BASE_URL`` when set; ``None``; or a client.
+    """
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        engine: Engine,
+        embedder: Any | Auto | None = "auto",
+        nli: Any | Auto | None = "auto",
+        llm: LLMClient | Auto | None = "auto",
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.backend_status: dict[str, CheckStatus] = {}
+        self.embedder = self._load_embedder(embedder)
+        self.nli = self._load_nli(nli)
+        self.llm = self._load_llm(llm)
+        self._grounding: Any = None
+        self._evidence: Any = None
+        self._consistency: Any = None
+        self._confidence: Any = None
+        self._selfcheck: Any = None
+        self._epistemic: Any = None
+
+    # ------------------------------------------------------------------ backends
+
+    def _load_embedder(self, embedder: Any) -> Any:
+        if embedder != "auto":
+            self.backend_status["embedder"] = (
+                OK if embedder is not None else unavailable("no embedding model given")
+            )
+            return embedder
+        if not self.settings.enable_grounding_verification:
+            self.backend_status["embedder"] = skipped("grounding verification disabled")
+            return None
+        from core.backends.embedder import EmbeddingUnavailableError, get_embedder
+
+        try:
+            emb = get_embedder(self.settings.embedding_model)
+        except EmbeddingUnavailableError as exc:
+            self.backend_status["embedder"] = unavailable(str(exc))
+            return None
+        emb.store = repo.DbEmbeddingStore(self.engine)
+        self.backend_status["embedder"] = OK
+        return emb
+
+    def _load_nli(self, nli: Any) -> Any:
+        if nli != "auto":
+            self.backend_status["nli"] = (
+                OK if nli is not None else unavailable("no NLI model configured")
+            )
+            return nli
+        if not self.settings.nli_model:
+            self.backend_status["nli"] = unavailable(
+                "no NLI model configured (GROUNDWATCH_NLI_MODEL)"
+            )
+            return None
+        from core.backends.nli import NLIUnavailableError, get_nli_model
+
+        try:
+            model = get_nli_model(self.settings.nli_model)
+        except NLIUnavailableError as exc:
+            self.backend_status["nli"] = unavailable(str(exc))
+            return None
+        self.backend_status["nli"] = OK
+        return model
+
+    def _load_llm(self, llm: Any) -> LLMClient | None:
+        if llm != "auto":
+            self.backend_status["llm"] = (
+                OK if llm is not None else unavailable("no LLM configured")
+            )
+            return llm
+        if not self.settings.llm_base_url:
+            self.backend_status["llm"] = unavailable(
+                "no LLM configured (GROUNDWATCH_LLM_BASE_URL)"
+            )
+            return None
+        from core.backends.llm import client_from_settings
+
+        client = client_from_settings(self.settings, cache=repo.DbLLMCache(self.engine))
+        self.backend_status["llm"] = OK
+        return client
+
+    # ------------------------------------------------------------------ detectors
+
+    @property
+    def grounding_verifier(self) -> Any:
+        if self._grounding is None:
+            from core.grounding import GroundingVerifier
+
+            self._grounding = GroundingVerifier(
+                embedder=self.embedder,
+                nli=self.nli,
+                llm=self.llm,
+                grounding_threshold=self.settings.grounding_score_threshold,
+            )
+        return self._grounding
+
+    @property
+    def evidence_grounder(self) -> Any:
+        if self._evidence is None:
+            from core.evidence import EvidenceGrounder
+
+            s = self.settings
+            self._evidence = EvidenceGrounder(
+                mode=s.evidence_quote_validation_mode,
+                threshold=s.evidence_quote_fuzzy_threshold,
+                fail_on_all_rejected=False,
+                log_rejections=s.evidence_quote_log_rejections,
+            )
+        return self._evidence
+
+    @property
+    def consistency_checker(self) -> Any:
+        if self._consistency is None:
+            from core.consistency import ConsistencyChecker
+
+            self._consistency = ConsistencyChecker(nli=self.nli, llm=self.llm)
+        return self._consistency
+
+    @property
+    def confidence_scorer(self) -> Any:
+        if self._confidence is None:
+            from core.calibration import ConfidenceScorer
+
+            self._confidence = ConfidenceScorer(
+                confidence_threshold=self.settings.confidence_score_threshold
+            )
+        return self._confidence
+
+    # ------------------------------------------------------------------ public API
+
+    def process(self, record: ConversationRecord) -> QualityReport:
+        """Check and store one record."""
+        return self.process_many([record])[0]
+
+    def process_many(
+        self,
+        records: Sequence[ConversationRecord],
+        *,
+        progress: Callable[[int], Any] | None = None,
+    ) -> list[QualityReport]:
+        """Check and store many records in ONE transaction (all land or none does).
+
+        Records are processed in time order so that each is checked for consistency against
+        the same patient's earlier answers, including earlier records of this batch. Model
+        work (grounding, evidence) runs batched before the transaction opens.
+        """
+        ordered = sorted(records, key=lambda r: r.when)
+        works = [_Work(record=r, started=time.perf_counter()) for r in ordered]
+        self._run_evidence(works)
+        self._run_grounding(works)
+        self._run_selfcheck(works)
+        self._run_epistemic(works)
+        reports: list[QualityReport] = []
+        with write_session(self.engine) as session:
+            for work in works:
+                reports.append(self._finish(session, work))
+                if progress is not None:
+                    progress(1)
+        by_id = {r.external_id: r for r in reports}
+        log.info("pipeline stored %d records", len(reports))
+        return [by_id[r.id] for r in records]
+
+    # ------------------------------------------------------------------ stages
+
+    def _run_evidence(self, works: list[_Work]) -> None:
+        s = self.settings
+        for w in works:
+            rec = w.record
+            if rec.evidence is None:
+                w.checks["evidence"] = skipped("no evidence quotes in the record")
+                continue
+            if not (s.evidence_quote_validation_enabled and s.enable_evidence_validation):
+                w.checks["evidence"] = skipped("evidence validation disabled")
+                continue
+            text = transcript_text(rec)
+            if not text.strip():
+                w.checks["evidence"] = skipped("no transcript to ground the quotes in")
+                continue
+            try:
+                from core.evidence import validate_evidence_schema
+
+                validated = validate_evidence_schema(rec.evidence, keys=None)
+                w.evidence = self.evidence_grounder.check(validated, text)
+            except Exception as exc:  # a failing check is stored as failed, not raised
+                w.checks["evidence"] = failed(type(exc).__name__)
+                continue
+            w.checks["evidence"] = OK
+            if w.evidence.failure_event is not None:
+                w.warnings.append(
+                    "EVIDENCE_HALLUCINATION: none of the "
+                    f"{w.evidence.stats.extracted_count} evidence quotes occurs in the transcript"
+                )
+            elif w.evidence.stats.rejected_count:
+                w.warnings.append(
+                    f"{w.evidence.stats.rejected_count} of {w.evidence.stats.extracted_count} "
+                    "evidence quotes not found in the transcript"
+                )
+
+    def _run_grounding(self, works: list[_Work]) -> None:
+        if not self.settings.enable_grounding_verification:
+            for w in works:
+                w.checks["grounding"] = skipped("grounding verification disabled")
+            return
+        from core.grounding import SourceChunk
+
+        todo: list[tuple[_Work, list[Any]]] = []
+        for w in works:
+            chunks = [
+                SourceChunk(id=s.id, text=s.text, type=s.type, similarity=s.similarity)
+                for s in w.record.sources
+                if s.text.strip()
+            ]
+            if not chunks:
+                w.checks["grounding"] = skipped("no source text to verify against")
+                continue
+            todo.append((w, chunks))
+        if not todo:
+            return
+        try:
+            results = self.grounding_verifier.verify_batch(
+                [(w.record.answer, chunks) for w, chunks in todo]
+            )
+        except Exception as exc:
+            log.warning("grounding batch failed (%s); retrying one by one", type(exc).__name__)
+            results = []
+            for w, chunks in todo:
+                try:
+                    results.append(self.grounding_verifier.verify(w.record.answer, chunks))
+                except Exception as inner:
+                    results.append(inner)
+        for (w, _), result in zip(todo, results, strict=True):
+            if isinstance(result, Exception):
+                w.checks["grounding"] = failed(type(result).__name__)
+                continue
+            w.grounding = result
+            degraded = [f"{k}: {v}" for k, v in result.checks.items() if v.status != "ok"]
+            w.checks["grounding"] = OK
+            for name, status in result.checks.items():
+                w.checks[f"grounding.{name}"] = status
+            w.warnings.extend(result.warnings)
+            if degraded:
+                log.debug("grounding tiers not run: %d", len(degraded))
+
+    def _run_selfcheck(self, works: list[_Work]) -> None:
+        from core.pipeline_selfcheck import run_selfcheck
+
+        run_selfcheck(self, works)
+
+    def _run_epistemic(self, works: list[_Work]) -> None:
+        from core.pipeline_selfcheck import run_epistemic
+
+        run_epistemic(self, works)
+
+    # ------------------------------------------------------------------ per record
+
+    def _finish(self, session: Session, w: _Work) -> QualityReport:
+        from core.quality import assess_hallucination_risk, overall_quality
+
+        s = self.settings
+        rec = w.record
+        conv_id = repo.conversation_id_for(rec.id)
+        at = rec.when
+        consistency, mentions = self._consistency_for(session, w, conv_id, at)
+        confidence = self._confidence_for(w, consistency)
+
+        grounding_score = w.grounding.grounding_score if w.grounding is not None else None
+        consistency_score = consistency.consistency_score if consistency is not None else None
+        confidence_score = confidence.overall_confidence if confidence is not None else None
+        selfcheck_risk = getattr(w.selfcheck, "risk_score", None) if w.selfcheck else None
+        risk = assess_hallucination_risk(
+            grounding_score,
+            consistency_score,
+            confidence_score,
+            selfcheck_risk,
+            grounding_threshold=s.grounding_score_threshold,
+            consistency_threshold=s.consistency_score_threshold,
+            confidence_threshold=s.confidence_score_threshold,
+            risk_threshold=s.hallucination_risk_threshold,
+        )
+        w.checks["risk"] = risk.status
+        metrics = overall_quality(
+            grounding_score, consistency_score, confidence_score, risk.risk_score
+        )
+        w.warnings.extend(risk.contributing_factors)
+        if consistency is not None:
+            w.warnings.extend(consistency.warnings)
+        if confidence is not None and confidence.overall_confidence < s.confidence_score_threshold:
+            w.warnings.append(f"Low confidence ({confidence.overall_confidence:.2f}): verify source")
+
+        statements = list(w.grounding.statements) if w.grounding is not None else []
+        flagged_statements = sum(1 for st in statements if st.status != "grounded")
+        contradictions = list(consistency.contradictions) if consistency is not None else []
+        is_flagged = bool(risk.flagged or flagged_statements or contradictions)
+        elapsed = int((time.perf_counter() - w.started) * 1000)
+        keep_text = s.enable_conversation_history
+        flags = {
+            "conversation_history": s.enable_conversation_history,
+            "grounding_verification": s.enable_grounding_verification,
+            "consistency_checking": s.enable_consistency_checking,
+            "confidence_calibration": s.enable_confidence_calibration,
+            "hallucination_detection": s.enable_hallucination_detection,
+            "evidence_validation": s.evidence_quote_validation_enabled,
+            "epistemic_verification": s.enable_epistemic_verification,
+        }
+        checks = {**w.checks}
+        warnings = tuple(dict.fromkeys(w.warnings))
+        conv = m.Conversation(
+            id=conv_id,
+            external_id=rec.id,
+            patient_id=rec.patient_id,
+            query=rec.query if keep_text else None,
+            query_intent=rec.query_intent,
+            query_timestamp=at,
+            answer=rec.answer if keep_text else None,
+            model_used=rec.model,
+            sources=[src.model_dump() for src in rec.sources] if keep_text else None,
+            samples=list(rec.samples) if (rec.samples and keep_text) else None,
+            evidence=rec.evidence if keep_text else None,
+            extractions=None,
+            grounding_score=grounding_score,
+            consistency_score=consistency_score,
+            confidence_score=confidence_score,
+            hallucination_risk=risk.risk_score,
+            overall_quality=metrics.overall_quality,
+            risk_level=risk.risk_level,
+            is_flagged=is_flagged,
+            flagged_statements=flagged_statements,
+            total_statements=len(statements),
+            execution_time_ms=elapsed,
+            feature_flags=flags,
+            check_status={k: v.to_dict() for k, v in checks.items()},
+            warnings=list(warnings),
+            content_hash=rec.fingerprint(),
+        )
+        bundle = repo.ConversationBundle(conversation=conv)
+        source_text = {src.id: src.text for src in rec.sources}
+        for st in statements:
+            bundle.statements.append(
+                m.StatementCheck(
+                    conversation_id=conv_id,
+                    statement=st.statement if keep_text else None,
+                    statement_index=st.index,
+                    start=st.start,
+                    end=st.end,
+                    is_grounded=st.is_grounded,
+                    status=st.status,
+                    source_chunk_id=st.source_chunk_id,
+                    source_text=None,
+                    supporting_evidence=st.supporting_evidence if keep_text else None,
+                    evidence_start=st.evidence_start,
+                    evidence_end=st.evidence_end,
+                    grounding_confidence=_unit(st.confidence),
+                    verification_method=st.verification_method,
+                    reason=st.reason,
+                    risk=statement_risk(st.status, st.confidence),
+                )
+            )
+        del source_text
+        if consistency is not None:
+            for c in contradictions:
+                prev = c.previous_conversation_id or None
+                bundle.consistency.append(
+                    m.ConsistencyCheck(
+                        patient_id=rec.patient_id,
+                        current_conversation_id=conv_id,
+                        previous_conversation_id=prev,
+                        check_type=c.check_type,
+                        is_consistent=False,
+                        inconsistency_description=c.explanation,
+                        current_statement=c.current_statement if keep_text else None,
+                        previous_statement=c.previous_statement if keep_text else None,
+                        entity=c.entity,
+                        consistency_score=consistency.consistency_score,
+                        severity=c.severity,
+                    )
+                )
+            if not contradictions and consistency.status.status == "ok":
+                bundle.consistency.append(
+                    m.ConsistencyCheck(
+                        patient_id=rec.patient_id,
+                        current_conversation_id=conv_id,
+                        check_type="entity_consistency",
+                        is_consistent=True,
+                        consistency_score=consistency.consistency_score,
+                    )
+                )
+        if mentions:
+            for e in mentions:
+                bundle.mentions.append(
+                    m.EntityMention(
+                        patient_id=rec.patient_id,
+                        conversation_id=conv_id,
+                        at=at,
+                        kind=e.kind,
+                        name=e.name[:200],
+                        assertion=e.assertion,
+                        action=e.action,
+                        value=(e.value or None) and str(e.value)[:100],
+                        unit=(e.unit or None) and str(e.unit)[:40],
+                        dose=(e.dose or None) and str(e.dose)[:100],
+                        frequency=(e.frequency or None) and str(e.frequency)[:100],
+                        statement=e.statement if keep_text else None,
+                        statement_start=e.statement_start,
+                        statement_end=e.statement_end,
+                    )
+                )
+        if confidence is not None:
+            for i, sc in enumerate(confidence.confidence_breakdown):
+                bundle.confidence.append(
+                    m.ConfidenceMetric(
+                        conversation_id=conv_id,
+                        extraction_index=i,
+                        retrieval_confidence=sc.retrieval_confidence,
+                        source_confidence=sc.source_confidence,
+                        extraction_confidence=sc.extraction_confidence,
+                        consistency_confidence=sc.consistency_confidence,
+                        aggregate_confidence=sc.aggregate_confidence,
+                        uncertainty_level=sc.uncertainty_level,
+                        uncertainty_explanation=sc.uncertainty_explanation,
+                    )
+                )
+        if w.evidence is not None:
+            bundle.evidence.append(
+                m.EvidenceValidation(conversation_id=conv_id, **w.evidence.to_storage_dict())
+            )
+        from core.pipeline_selfcheck import selfcheck_rows, claim_rows
+
+        bundle.selfcheck.extend(selfcheck_rows(w, conv_id, keep_text=keep_text))
+        bundle.claims.extend(claim_rows(w, conv_id, keep_text=keep_text))
+        outcome = repo.store_conversation(session=session, bundle=bundle)
+        log.debug(
+            "stored record %s: %s, %d statements, %d contradictions",
+            short_hash(rec.id),
+            outcome.status,
+            len(statements),
+            len(contradictions),
+        )
+        return QualityReport(
+            external_id=rec.id,
+            conversation_id=outcome.conversation_id,
+            store_status=outcome.status,
+            metrics=metrics,
+            risk=risk,
+            warnings=warnings,
+            checks=checks,
+            execution_time_ms=elapsed,
+            is_flagged=is_flagged,
+            grounding=w.grounding,
+            evidence=w.evidence,
+            consistency=consistency,
+            confidence=confidence,
+            selfcheck=w.selfcheck,
+            epistemic=w.epistemic,
+        )
+
+    def _consistency_for(
+        self, session: Session, w: _Work, conv_id: str, at: datetime
+    ) -> tuple[Any, list[Any]]:
+        from core.clinical import extract_mentions
+        from core.consistency import TimelineEntry, timeline_entries
+
+        rec = w.record
+        try:
+            mentions = extract_mentions(rec.answer)
+        except Exception as exc:
+            w.checks["consistency"] = failed(f"mention extraction: {type(exc).__name__}")
+            return None, []
+        entries = timeline_entries(
+            mentions, patient_id=rec.patient_id, conversation_id=conv_id, timestamp=at
+        )
+        if not self.settings.enable_consistency_checking:
+            w.checks["consistency"] = skipped("consistency checking disabled")
+            return None, entries
+        rows = repo.entity_timeline(session=session, patient_id=rec.patient_id, before=at)
+        timeline = [
+            TimelineEntry(
+                patient_id=r.patient_id,
+                conversation_id=r.conversation_id,
+                timestamp=r.at,
+                kind=r.kind,
+                name=r.name,
+                assertion=r.assertion,
+                action=r.action,
+                value=r.value,
+                unit=r.unit,
+                dose=r.dose,
+                frequency=r.frequency,
+                statement=r.statement or "",
+                statement_start=r.statement_start or 0,
+                statement_end=r.statement_end or 0,
+            )
+            for r in rows
+            if r.conversation_id != conv_id
+        ]
+        try:
+            result = self.consistency_checker.check(
+                mentions,
+                timeline,
+                at=at,
+                patient_id=rec.patient_id,
+                conversation_id=conv_id,
+            )
+        except Exception as exc:
+            w.checks["consistency"] = failed(type(exc).__name__)
+            return None, entries
+        w.checks["consistency"] = result.status
+        for name, status in result.checks.items():
+            w.checks[f"consistency.{name}"] = status
+        if result.status.status != "ok":
+            return None, entries
+        return result, entries
+
+    def _confidence_for(self, w: _Work, consistency: Any) -> Any:
+        if not self.settings.enable_confidence_calibration:
+            w.checks["confidence"] = skipped("confidence calibration disabled")
+            return None
+        rec = w.record
+        if not rec.sources:
+            w.checks["confidence"] = skipped("no sources to be confident about")
+            return None
+        scorer = self.confidence_scorer
+        cons = consistency.consistency_score if consistency is not None else None
+        try:
+            scores = [
+                scorer.score(
+                    similarity=None if src.similarity is None else float(src.similarity),
+                    source_type=src.type,
+                    temperature=None if rec.temperature is None else float(rec.temperature),
+                    consistency=cons,
+                )
+                for src in rec.sources
+            ]
+            result = scorer.aggregate(scores)
+        except (ValueError, TypeError) as exc:
+            w.checks["confidence"] = failed(str(exc)[:200])
+            return None
+        w.checks["confidence"] = OK
+        return result
+
+
+def _unit(value: float | None) -> float | None:
+    if value is None:
+        return None
+    return min(1.0, max(0.0, float(value)))
+
+
+__all__ = ["QualityPipeline", "QualityReport", "statement_risk", "transcript_text", "LLMError"]

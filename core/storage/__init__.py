@@ -1,0 +1,1 @@
+"""Storage: SQLModel tables, engine/sessions, queries (repo), Alembic migrations."""

@@ -1,0 +1,426 @@
+"""SQLModel tables (phase 9 schema, extended): one class per table.
+
+Scores are floats in [0, 1] enforced by CHECK constraints. Child rows cascade with their
+conversation. Timestamps are timezone-aware UTC (:class:`UTCDateTime`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlmodel import Field, SQLModel
+
+from core.storage.types import JSONType, UTCDateTime, utcnow
+
+
+def _score_check(table: str, *cols: str) -> list[CheckConstraint]:
+    return [
+        CheckConstraint(f"{c} IS NULL OR ({c} >= 0 AND {c} <= 1)", name=f"ck_{table}_{c}_unit")
+        for c in cols
+    ]
+
+
+def _ts(nullable: bool = False, index: bool = False) -> Any:
+    return Field(
+        default_factory=utcnow,
+        sa_column=Column(UTCDateTime(), nullable=nullable, index=index),
+    )
+
+
+def _fk(target: str, *, ondelete: str, nullable: bool = False, index: bool = True) -> Any:
+    return Column(String(64), ForeignKey(target, ondelete=ondelete), nullable=nullable, index=index)
+
+
+def _pk() -> Any:
+    return Field(
+        default=None,
+        sa_column=Column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True),
+    )
+
+
+class Patient(SQLModel, table=True):
+    """A patient the answers are about (identified by an opaque id)."""
+
+    __tablename__ = "patient"
+
+    id: str = Field(sa_column=Column(String(64), primary_key=True))
+    created_at: datetime = _ts()
+
+
+class Conversation(SQLModel, table=True):
+    """One query and answer about a patient, with its sources and quality scores.
+
+    ``external_id`` is the record id of the import file; storing is idempotent on it.
+    """
+
+    __tablename__ = "conversation"
+    __table_args__ = (
+        *_score_check(
+            "conversation",
+            "grounding_score",
+            "consistency_score",
+            "confidence_score",
+            "hallucination_risk",
+            "overall_quality",
+        ),
+        Index("idx_conversation_timestamp", "query_timestamp"),
+        Index("idx_conversation_quality", "grounding_score", "consistency_score"),
+        Index("idx_conversation_patient_time", "patient_id", "query_timestamp"),
+        Index("idx_conversation_model_time", "model_used", "query_timestamp"),
+    )
+
+    id: str = Field(sa_column=Column(String(64), primary_key=True))
+    external_id: str = Field(sa_column=Column(String(200), nullable=False, unique=True))
+    patient_id: str = Field(sa_column=_fk("patient.id", ondelete="CASCADE", index=True))
+    query: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    query_intent: str | None = Field(default=None, sa_column=Column(String(100)))
+    query_timestamp: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+    answer: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    detailed_summary: str | None = Field(default=None, sa_column=Column(Text))
+    model_used: str = Field(default="unknown", sa_column=Column(String(200), nullable=False))
+    extractions: Any = Field(default=None, sa_column=Column(JSONType))
+    sources: Any = Field(default=None, sa_column=Column(JSONType))
+    samples: Any = Field(default=None, sa_column=Column(JSONType))
+    evidence: Any = Field(default=None, sa_column=Column(JSONType))
+    grounding_score: float | None = None
+    consistency_score: float | None = None
+    confidence_score: float | None = None
+    hallucination_risk: float | None = None
+    overall_quality: float | None = None
+    risk_level: str | None = Field(default=None, sa_column=Column(String(20)))
+    is_flagged: bool = Field(default=False, index=True)
+    flagged_statements: int = 0
+    total_statements: int = 0
+    execution_time_ms: int | None = None
+    feature_flags: Any = Field(default=None, sa_column=Column(JSONType))
+    check_status: Any = Field(default=None, sa_column=Column(JSONType))
+    warnings: Any = Field(default=None, sa_column=Column(JSONType))
+    content_hash: str = Field(sa_column=Column(String(64), nullable=False))
+    text_purged_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class StatementCheck(SQLModel, table=True):
+    """One statement of an answer verified against the sources (phase 9 grounding_verification)."""
+
+    __tablename__ = "statement_check"
+    __table_args__ = (
+        *_score_check("statement_check", "grounding_confidence"),
+        CheckConstraint(
+            "status IN ('grounded', 'unsupported', 'contradicted')", name="ck_statement_status"
+        ),
+        Index(
+            "idx_grounding_unsupported",
+            "is_grounded",
+            sqlite_where=text("is_grounded = 0"),
+            postgresql_where=text("is_grounded = false"),
+        ),
+    )
+
+    id: int | None = _pk()
+    conversation_id: str = Field(sa_column=_fk("conversation.id", ondelete="CASCADE"))
+    statement: str | None = Field(default=None, sa_column=Column(Text))
+    statement_index: int
+    start: int | None = None
+    end: int | None = None
+    is_grounded: bool
+    status: str = Field(sa_column=Column(String(20), nullable=False))
+    source_chunk_id: str | None = Field(default=None, sa_column=Column(String(200)))
+    source_text: str | None = Field(default=None, sa_column=Column(Text))
+    supporting_evidence: str | None = Field(default=None, sa_column=Column(Text))
+    evidence_start: int | None = None
+    evidence_end: int | None = None
+    grounding_confidence: float | None = None
+    verification_method: str = Field(sa_column=Column(String(30), nullable=False))
+    reason: str | None = Field(default=None, sa_column=Column(Text))
+    risk: float = Field(default=0.0)
+    verified_at: datetime = _ts()
+
+
+class ConsistencyCheck(SQLModel, table=True):
+    """A consistency finding between an answer and the patient's earlier answers."""
+
+    __tablename__ = "consistency_check"
+    __table_args__ = (
+        *_score_check("consistency_check", "consistency_score"),
+        Index(
+            "idx_consistency_issues",
+            "is_consistent",
+            sqlite_where=text("is_consistent = 0"),
+            postgresql_where=text("is_consistent = false"),
+        ),
+    )
+
+    id: int | None = _pk()
+    patient_id: str = Field(sa_column=_fk("patient.id", ondelete="CASCADE"))
+    current_conversation_id: str = Field(sa_column=_fk("conversation.id", ondelete="CASCADE"))
+    previous_conversation_id: str | None = Field(
+        default=None, sa_column=_fk("conversation.id", ondelete="SET NULL", nullable=True)
+    )
+    check_type: str = Field(sa_column=Column(String(40), nullable=False))
+    is_consistent: bool
+    inconsistency_description: str | None = Field(default=None, sa_column=Column(Text))
+    current_statement: str | None = Field(default=None, sa_column=Column(Text))
+    previous_statement: str | None = Field(default=None, sa_column=Column(Text))
+    entity: str | None = Field(default=None, sa_column=Column(String(200)))
+    consistency_score: float | None = None
+    severity: str | None = Field(default=None, sa_column=Column(String(10)))
+    checked_at: datetime = _ts()
+
+
+class ConfidenceMetric(SQLModel, table=True):
+    """Confidence breakdown of an answer (phase 9 confidence_metrics)."""
+
+    __tablename__ = "confidence_metric"
+    __table_args__ = (
+        *_score_check(
+            "confidence_metric",
+            "retrieval_confidence",
+            "source_confidence",
+            "extraction_confidence",
+            "consistency_confidence",
+            "aggregate_confidence",
+        ),
+        Index(
+            "idx_confidence_low",
+            "aggregate_confidence",
+            sqlite_where=text("aggregate_confidence < 0.7"),
+            postgresql_where=text("aggregate_confidence < 0.7"),
+        ),
+    )
+
+    id: int | None = _pk()
+    conversation_id: str = Field(sa_column=_fk("conversation.id", ondelete="CASCADE"))
+    extraction_index: int = 0
+    retrieval_confidence: float | None = None
+    source_confidence: float | None = None
+    extraction_confidence: float | None = None
+    consistency_confidence: float | None = None
+    aggregate_confidence: float
+    uncertainty_level: str | None = Field(default=None, sa_column=Column(String(20)))
+    uncertainty_explanation: str | None = Field(default=None, sa_column=Column(Text))
+    calculated_at: datetime = _ts()
+
+
+class EvidenceValidation(SQLModel, table=True):
+    """Spec 053 counts for one transcript's evidence quotes. Holds no text."""
+
+    __tablename__ = "evidence_validation"
+
+    id: int | None = _pk()
+    conversation_id: str | None = Field(
+        default=None, sa_column=_fk("conversation.id", ondelete="CASCADE", nullable=True)
+    )
+    transcript_hash: str = Field(sa_column=Column(String(64), nullable=False))
+    transcript_len: int
+    mode: str = Field(sa_column=Column(String(20), nullable=False))
+    status: str = Field(sa_column=Column(String(30), nullable=False))
+    extracted_count: int
+    validated_count: int
+    rejected_count: int
+    rejected_by_domain: Any = Field(default=None, sa_column=Column(JSONType))
+    failure_category: str | None = Field(default=None, sa_column=Column(String(40)))
+    created_at: datetime = _ts()
+
+
+class SelfCheckResult(SQLModel, table=True):
+    """SelfCheck sentence scores for an answer (higher = more likely hallucinated)."""
+
+    __tablename__ = "selfcheck_result"
+    __table_args__ = tuple(_score_check("selfcheck_result", "risk_score"))
+
+    id: int | None = _pk()
+    conversation_id: str = Field(sa_column=_fk("conversation.id", ondelete="CASCADE"))
+    method: str = Field(sa_column=Column(String(30), nullable=False))
+    status: str = Field(sa_column=Column(String(20), nullable=False))
+    reason: str | None = Field(default=None, sa_column=Column(Text))
+    sample_count: int = 0
+    model: str | None = Field(default=None, sa_column=Column(String(200)))
+    sentence_scores: Any = Field(default=None, sa_column=Column(JSONType))
+    passage_score: float | None = None
+    risk_score: float | None = None
+    risk_level: str | None = Field(default=None, sa_column=Column(String(20)))
+    created_at: datetime = _ts()
+
+
+class ClaimAudit(SQLModel, table=True):
+    """SPEC-16 verification of one claim of an answer."""
+
+    __tablename__ = "claim_audit"
+    __table_args__ = tuple(
+        _score_check("claim_audit", "evidence_support", "evidence_dependence", "consistency_score")
+    )
+
+    id: int | None = _pk()
+    conversation_id: str = Field(sa_column=_fk("conversation.id", ondelete="CASCADE"))
+    claim_id: str = Field(sa_column=Column(String(64), nullable=False))
+    claim_text: str | None = Field(default=None, sa_column=Column(Text))
+    evidence_ids: Any = Field(default=None, sa_column=Column(JSONType))
+    evidence_support: float | None = None
+    evidence_dependence: float | None = None
+    consistency_score: float | None = None
+    confidence_justified: bool | None = None
+    evidence_gap_bits: float | None = None
+    is_flagged: bool = False
+    flag_reason: str | None = Field(default=None, sa_column=Column(String(40)))
+    gap_type: str | None = Field(default=None, sa_column=Column(String(40)))
+    created_at: datetime = _ts()
+
+
+class Review(SQLModel, table=True):
+    """A clinician's verdict on a flagged statement: who, when, what, and a note."""
+
+    __tablename__ = "review"
+    __table_args__ = (
+        CheckConstraint(
+            "verdict IN ('confirmed', 'false_alarm', 'unsure')", name="ck_review_verdict"
+        ),
+    )
+
+    id: int | None = _pk()
+    statement_check_id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            BigInteger().with_variant(Integer(), "sqlite"),
+            ForeignKey("statement_check.id", ondelete="CASCADE"),
+            index=True,
+        ),
+    )
+    conversation_id: str = Field(sa_column=_fk("conversation.id", ondelete="CASCADE"))
+    reviewer: str = Field(sa_column=Column(String(200), nullable=False))
+    verdict: str = Field(sa_column=Column(String(20), nullable=False))
+    note: str | None = Field(default=None, sa_column=Column(Text))
+    created_at: datetime = _ts(index=True)
+
+
+class AuditEvent(SQLModel, table=True):
+    """Who viewed or changed what, and when (no patient text)."""
+
+    __tablename__ = "audit_event"
+
+    id: int | None = _pk()
+    at: datetime = _ts(index=True)
+    actor: str = Field(sa_column=Column(String(200), nullable=False))
+    action: str = Field(sa_column=Column(String(40), nullable=False, index=True))
+    target_type: str | None = Field(default=None, sa_column=Column(String(40)))
+    target_id: str | None = Field(default=None, sa_column=Column(String(200)))
+    detail: Any = Field(default=None, sa_column=Column(JSONType))
+
+
+class EntityMention(SQLModel, table=True):
+    """A clinical entity stated in an answer: the per-patient timeline for consistency."""
+
+    __tablename__ = "entity_mention"
+    __table_args__ = (
+        Index("idx_entity_patient_kind_name", "patient_id", "kind", "name"),
+        Index("idx_entity_patient_time", "patient_id", "at"),
+    )
+
+    id: int | None = _pk()
+    patient_id: str = Field(sa_column=_fk("patient.id", ondelete="CASCADE", index=False))
+    conversation_id: str = Field(sa_column=_fk("conversation.id", ondelete="CASCADE"))
+    at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+    kind: str = Field(sa_column=Column(String(20), nullable=False))
+    name: str = Field(sa_column=Column(String(200), nullable=False))
+    assertion: str = Field(sa_column=Column(String(20), nullable=False))
+    action: str | None = Field(default=None, sa_column=Column(String(20)))
+    value: str | None = Field(default=None, sa_column=Column(String(100)))
+    unit: str | None = Field(default=None, sa_column=Column(String(40)))
+    dose: str | None = Field(default=None, sa_column=Column(String(100)))
+    frequency: str | None = Field(default=None, sa_column=Column(String(100)))
+    statement: str | None = Field(default=None, sa_column=Column(Text))
+    statement_start: int | None = None
+    statement_end: int | None = None
+
+
+class QualityDaily(SQLModel, table=True):
+    """Per-day rollup of conversation scores, maintained on every write.
+
+    Trend charts read this instead of scanning conversations: sums and counts per day, model
+    and patient, so averages over any filter stay exact.
+    """
+
+    __tablename__ = "quality_daily"
+    __table_args__ = (UniqueConstraint("day", "model_used", "patient_id", name="uq_quality_daily"),)
+
+    id: int | None = _pk()
+    day: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False, index=True))
+    model_used: str = Field(sa_column=Column(String(200), nullable=False))
+    patient_id: str = Field(sa_column=Column(String(64), nullable=False))
+    n: int = 0
+    n_flagged: int = 0
+    n_grounding: int = 0
+    sum_grounding: float = 0.0
+    n_consistency: int = 0
+    sum_consistency: float = 0.0
+    n_confidence: int = 0
+    sum_confidence: float = 0.0
+    n_risk: int = 0
+    sum_risk: float = 0.0
+    n_quality: int = 0
+    sum_quality: float = 0.0
+
+
+class LLMCall(SQLModel, table=True):
+    """An LLM request's accounting (tokens, latency) and its cached response."""
+
+    __tablename__ = "llm_call"
+
+    id: int | None = _pk()
+    cache_key: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
+    model: str = Field(sa_column=Column(String(200), nullable=False))
+    response_text: str | None = Field(default=None, sa_column=Column(Text))
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    finish_reason: str | None = Field(default=None, sa_column=Column(String(30)))
+    purpose: str | None = Field(default=None, sa_column=Column(String(40)))
+    created_at: datetime = _ts()
+
+
+class EmbeddingCache(SQLModel, table=True):
+    """Embedding of a text by (model, content hash): nothing is embedded twice across runs."""
+
+    __tablename__ = "embedding_cache"
+
+    model: str = Field(sa_column=Column(String(100), primary_key=True))
+    content_hash: str = Field(sa_column=Column(String(64), primary_key=True))
+    dim: int
+    vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: datetime = _ts()
+
+
+ALL_TABLES = [
+    m.__table__
+    for m in (  # type: ignore[attr-defined]
+        Patient,
+        Conversation,
+        StatementCheck,
+        ConsistencyCheck,
+        ConfidenceMetric,
+        EvidenceValidation,
+        SelfCheckResult,
+        ClaimAudit,
+        Review,
+        AuditEvent,
+        EntityMention,
+        QualityDaily,
+        LLMCall,
+        EmbeddingCache,
+    )
+]

@@ -1,0 +1,979 @@
+"""Queries and writes, as keyword-only functions over a session.
+
+Storing a conversation with all its check rows is one transaction and idempotent on the
+record's external id. Dashboard aggregates run in SQL, mostly over the ``quality_daily``
+rollup that every write maintains.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+import numpy as np
+from sqlalchemy import Float, case, cast, delete, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from core.backends.llm import ChatResponse
+from core.storage.db import read_session, write_session
+from core.storage.models import (
+    AuditEvent,
+    ClaimAudit,
+    ConfidenceMetric,
+    ConsistencyCheck,
+    Conversation,
+    EmbeddingCache,
+    EntityMention,
+    EvidenceValidation,
+    LLMCall,
+    Patient,
+    QualityDaily,
+    Review,
+    SelfCheckResult,
+    StatementCheck,
+)
+
+Granularity = Literal["day", "week"]
+Verdict = Literal["confirmed", "false_alarm", "unsure"]
+VERDICTS: tuple[Verdict, ...] = ("confirmed", "false_alarm", "unsure")
+
+_NAMESPACE = uuid.UUID("6f1d8f6e-3c2a-4f57-9a55-1f0c3f4a9b10")
+
+
+def conversation_id_for(external_id: str) -> str:
+    """Deterministic conversation id of an external record id (idempotent imports)."""
+    return uuid.uuid5(_NAMESPACE, external_id).hex
+
+
+@dataclass(slots=True)
+class ConversationBundle:
+    """A conversation and all its check rows, stored together in one transaction."""
+
+    conversation: Conversation
+    statements: list[StatementCheck] = field(default_factory=list)
+    consistency: list[ConsistencyCheck] = field(default_factory=list)
+    confidence: list[ConfidenceMetric] = field(default_factory=list)
+    evidence: list[EvidenceValidation] = field(default_factory=list)
+    selfcheck: list[SelfCheckResult] = field(default_factory=list)
+    claims: list[ClaimAudit] = field(default_factory=list)
+    mentions: list[EntityMention] = field(default_factory=list)
+
+
+StoreStatus = Literal["imported", "updated", "unchanged"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreOutcome:
+    """What storing a record did."""
+
+    status: StoreStatus
+    conversation_id: str
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def _insert(session: Session) -> Any:
+    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+
+
+def ensure_patient(*, session: Session, patient_id: str) -> None:
+    """Create the patient row if it does not exist (safe under concurrency)."""
+    stmt = _insert(session)(Patient).values(id=patient_id, created_at=datetime.now(UTC))
+    session.execute(stmt.on_conflict_do_nothing(index_elements=["id"]))
+
+
+def _day(ts: datetime) -> datetime:
+    ts = ts.astimezone(UTC)
+    return datetime(ts.year, ts.month, ts.day, tzinfo=UTC)
+
+
+def _rollup(session: Session, conv: Conversation | Any, sign: int) -> None:
+    def pair(value: float | None) -> tuple[int, float]:
+        return (0, 0.0) if value is None else (sign, sign * float(value))
+
+    ng, sg = pair(conv.grounding_score)
+    nc, sc = pair(conv.consistency_score)
+    nf, sf = pair(conv.confidence_score)
+    nr, sr = pair(conv.hallucination_risk)
+    nq, sq = pair(conv.overall_quality)
+    values = {
+        "day": _day(conv.query_timestamp),
+        "model_used": conv.model_used,
+        "patient_id": conv.patient_id,
+        "n": sign,
+        "n_flagged": sign if conv.is_flagged else 0,
+        "n_grounding": ng,
+        "sum_grounding": sg,
+        "n_consistency": nc,
+        "sum_consistency": sc,
+        "n_confidence": nf,
+        "sum_confidence": sf,
+        "n_risk": nr,
+        "sum_risk": sr,
+        "n_quality": nq,
+        "sum_quality": sq,
+    }
+    table = QualityDaily.__table__  # type: ignore[attr-defined]
+    stmt = _insert(session)(table).values(**values)
+    counters = [k for k in values if k.startswith(("n", "sum_"))]
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["day", "model_used", "patient_id"],
+        set_={k: table.c[k] + stmt.excluded[k] for k in counters},
+    )
+    session.execute(stmt)
+
+
+_CHILD_MODELS: tuple[Any, ...] = (
+    StatementCheck,
+    ConfidenceMetric,
+    EvidenceValidation,
+    SelfCheckResult,
+    ClaimAudit,
+    EntityMention,
+)
+
+
+def store_conversation(*, session: Session, bundle: ConversationBundle) -> StoreOutcome:
+    """Store a conversation and its checks; idempotent on ``external_id``.
+
+    The same content again changes nothing (``unchanged``); an edited record replaces the
+    previous version and its check rows (``updated``); never a duplicate.
+    """
+    conv = bundle.conversation
+    conv.id = conversation_id_for(conv.external_id)
+    ensure_patient(session=session, patient_id=conv.patient_id)
+    existing = session.get(Conversation, conv.id)
+    status: StoreStatus = "imported"
+    if existing is not None:
+        if existing.content_hash == conv.content_hash:
+            return StoreOutcome("unchanged", conv.id)
+        _rollup(session, existing, -1)
+        for model in _CHILD_MODELS:
+            session.execute(delete(model).where(model.conversation_id == conv.id))
+        session.execute(
+            delete(ConsistencyCheck).where(ConsistencyCheck.current_conversation_id == conv.id)
+        )
+        conv.created_at = existing.created_at
+        conv.updated_at = datetime.now(UTC)
+        session.expunge(existing)
+        session.merge(conv)
+        status = "updated"
+    else:
+        session.add(conv)
+    session.flush()
+    for rows in (
+        bundle.statements,
+        bundle.consistency,
+        bundle.confidence,
+        bundle.evidence,
+        bundle.selfcheck,
+        bundle.claims,
+        bundle.mentions,
+    ):
+        for row in rows:
+            if hasattr(row, "conversation_id"):
+                row.conversation_id = conv.id
+            if isinstance(row, ConsistencyCheck):
+                row.current_conversation_id = conv.id
+            session.add(row)
+    _rollup(session, conv, +1)
+    session.flush()
+    return StoreOutcome(status, conv.id)
+
+
+def store_bundles(*, engine: Engine, bundles: Sequence[ConversationBundle]) -> list[StoreOutcome]:
+    """Store many bundles in ONE transaction: all land or none does."""
+    with write_session(engine) as session:
+        return [store_conversation(session=session, bundle=b) for b in bundles]
+
+
+def create_review(
+    *,
+    session: Session,
+    statement_check_id: int,
+    reviewer: str,
+    verdict: Verdict,
+    note: str | None = None,
+) -> Review:
+    """Store a verdict on a flagged statement, with who gave it and when."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}")
+    if not reviewer.strip():
+        raise ValueError("reviewer must not be empty")
+    check = session.get(StatementCheck, statement_check_id)
+    if check is None:
+        raise LookupError(f"no statement check with id {statement_check_id}")
+    review = Review(
+        statement_check_id=statement_check_id,
+        conversation_id=check.conversation_id,
+        reviewer=reviewer.strip(),
+        verdict=verdict,
+        note=(note or None),
+        created_at=datetime.now(UTC),
+    )
+    session.add(review)
+    session.flush()
+    return review
+
+
+def record_audit(
+    *,
+    session: Session,
+    actor: str,
+    action: str,
+    target_type: str | None = None,
+    target_id: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """Append an audit event (who did what to which record; never patient text)."""
+    event = AuditEvent(
+        at=datetime.now(UTC),
+        actor=actor,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        detail=detail,
+    )
+    session.add(event)
+    session.flush()
+    return event
+
+
+# --------------------------------------------------------------------------- filters
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Filters every dashboard query obeys. ``end`` is exclusive.
+
+    Aggregates read the daily rollup, so they include every day that overlaps
+    ``[start, end)``; pass midnight (UTC) bounds, as the dashboard does, for exact agreement
+    with the per-conversation queries.
+    """
+
+    start: datetime | None = None
+    end: datetime | None = None
+    models: tuple[str, ...] = ()
+    patient_ids: tuple[str, ...] = ()
+
+
+def _rollup_where(f: Filters) -> list[Any]:
+    conds: list[Any] = []
+    if f.start is not None:
+        conds.append(QualityDaily.day >= _day(f.start))
+    if f.end is not None:
+        conds.append(QualityDaily.day < f.end)
+    if f.models:
+        conds.append(QualityDaily.model_used.in_(f.models))  # type: ignore[attr-defined]
+    if f.patient_ids:
+        conds.append(QualityDaily.patient_id.in_(f.patient_ids))  # type: ignore[attr-defined]
+    return conds
+
+
+def _conv_where(f: Filters) -> list[Any]:
+    conds: list[Any] = []
+    if f.start is not None:
+        conds.append(Conversation.query_timestamp >= f.start)
+    if f.end is not None:
+        conds.append(Conversation.query_timestamp < f.end)
+    if f.models:
+        conds.append(Conversation.model_used.in_(f.models))  # type: ignore[attr-defined]
+    if f.patient_ids:
+        conds.append(Conversation.patient_id.in_(f.patient_ids))  # type: ignore[attr-defined]
+    return conds
+
+
+def _avg(s: str, n: str) -> Any:
+    num = func.sum(getattr(QualityDaily, s))
+    den = func.sum(getattr(QualityDaily, n))
+    return case((den > 0, cast(num, Float) / den), else_=None)
+
+
+# --------------------------------------------------------------------------- reads
+
+
+@dataclass(frozen=True, slots=True)
+class TrendPoint:
+    """Scores of one period (averages over conversations; None when nothing was scored)."""
+
+    period: date
+    conversations: int
+    flagged: int
+    grounding: float | None
+    consistency: float | None
+    confidence: float | None
+    risk: float | None
+    quality: float | None
+
+    @property
+    def flagged_share(self) -> float:
+        return self.flagged / self.conversations if self.conversations else 0.0
+
+
+def _to_date(value: Any) -> date:
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
+
+
+def quality_trend(
+    *, session: Session, filters: Filters = Filters(), granularity: Granularity = "day"
+) -> list[TrendPoint]:
+    """Average scores, volume and flagged count per day or ISO week, aggregated in SQL."""
+    dialect = session.get_bind().dialect.name
+    if granularity == "day":
+        bucket: Any = QualityDaily.day
+    elif dialect == "postgresql":
+        bucket = func.date_trunc("week", QualityDaily.day)
+    else:
+        bucket = func.date(QualityDaily.day, "weekday 0", "-6 days")
+    stmt = (
+        select(
+            bucket.label("period"),
+            func.sum(QualityDaily.n),
+            func.sum(QualityDaily.n_flagged),
+            _avg("sum_grounding", "n_grounding"),
+            _avg("sum_consistency", "n_consistency"),
+            _avg("sum_confidence", "n_confidence"),
+            _avg("sum_risk", "n_risk"),
+            _avg("sum_quality", "n_quality"),
+        )
+        .where(*_rollup_where(filters))
+        .group_by(bucket)
+        .having(func.sum(QualityDaily.n) > 0)
+        .order_by(bucket)
+    )
+    return [
+        TrendPoint(_to_date(r[0]), int(r[1]), int(r[2]), *(_f(v) for v in r[3:]))
+        for r in session.execute(stmt)
+    ]
+
+
+def _f(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Kpis:
+    """Headline numbers over a filter."""
+
+    conversations: int
+    flagged: int
+    grounding: float | None
+    consistency: float | None
+    confidence: float | None
+    risk: float | None
+    quality: float | None
+
+    @property
+    def flagged_share(self) -> float:
+        return self.flagged / self.conversations if self.conversations else 0.0
+
+
+def kpis(*, session: Session, filters: Filters = Filters()) -> Kpis:
+    """Headline averages and counts over the filter, from the rollup."""
+    row = session.execute(
+        select(
+            func.coalesce(func.sum(QualityDaily.n), 0),
+            func.coalesce(func.sum(QualityDaily.n_flagged), 0),
+            _avg("sum_grounding", "n_grounding"),
+            _avg("sum_consistency", "n_consistency"),
+            _avg("sum_confidence", "n_confidence"),
+            _avg("sum_risk", "n_risk"),
+            _avg("sum_quality", "n_quality"),
+        ).where(*_rollup_where(filters))
+    ).one()
+    return Kpis(int(row[0]), int(row[1]), *(_f(v) for v in row[2:]))
+
+
+def date_bounds(*, session: Session) -> tuple[datetime | None, datetime | None]:
+    """First and last conversation day in the store."""
+    row = session.execute(select(func.min(QualityDaily.day), func.max(QualityDaily.day))).one()
+    return row[0], row[1]
+
+
+def list_models(*, session: Session) -> list[str]:
+    """Models that produced stored answers."""
+    stmt = select(QualityDaily.model_used).distinct().order_by(QualityDaily.model_used)
+    return [r[0] for r in session.execute(stmt)]
+
+
+def list_patients(*, session: Session) -> list[str]:
+    """All patient ids."""
+    return [r[0] for r in session.execute(select(Patient.id).order_by(Patient.id))]
+
+
+def count_conversations(*, session: Session) -> int:
+    """Number of stored conversations."""
+    return int(session.execute(select(func.count()).select_from(Conversation)).scalar_one())
+
+
+@dataclass(frozen=True, slots=True)
+class FlaggedStatement:
+    """A statement that is unsupported or contradicted, with its context for review."""
+
+    statement_check_id: int
+    conversation_id: str
+    external_id: str
+    patient_id: str
+    model: str
+    timestamp: datetime
+    statement: str | None
+    statement_index: int
+    start: int | None
+    end: int | None
+    status: str
+    method: str
+    confidence: float | None
+    risk: float
+    reason: str | None
+    source_chunk_id: str | None
+    evidence: str | None
+    evidence_start: int | None
+    evidence_end: int | None
+    verdict: str | None
+    reviewer: str | None
+
+
+ReviewState = Literal["all", "unreviewed", "reviewed"]
+
+
+def _latest_review_subquery() -> Any:
+    ranked = select(
+        Review.statement_check_id,
+        Review.verdict,
+        Review.reviewer,
+        func.row_number()
+        .over(
+            partition_by=Review.statement_check_id,
+            order_by=(Review.created_at.desc(), Review.id.desc()),
+        )  # type: ignore[union-attr, attr-defined]
+        .label("rn"),
+    ).subquery()
+    return select(ranked).where(ranked.c.rn == 1).subquery()
+
+
+def flagged_statements(
+    *,
+    session: Session,
+    filters: Filters = Filters(),
+    statuses: Sequence[str] = ("unsupported", "contradicted"),
+    review_state: ReviewState = "all",
+    offset: int = 0,
+    limit: int = 50,
+) -> tuple[list[FlaggedStatement], int]:
+    """Flagged statements, riskiest first, one page at a time, with the total count."""
+    latest = _latest_review_subquery()
+    conds = [StatementCheck.status.in_(list(statuses)), *_conv_where(filters)]  # type: ignore[attr-defined]
+    if review_state == "unreviewed":
+        conds.append(latest.c.verdict.is_(None))
+    elif review_state == "reviewed":
+        conds.append(latest.c.verdict.is_not(None))
+    base = (
+        select(StatementCheck, Conversation, latest.c.verdict, latest.c.reviewer)
+        .join(Conversation, Conversation.id == StatementCheck.conversation_id)
+        .outerjoin(latest, latest.c.statement_check_id == StatementCheck.id)
+        .where(*conds)
+    )
+    total = int(session.execute(select(func.count()).select_from(base.subquery())).scalar_one())
+    stmt = (
+        base.order_by(
+            StatementCheck.risk.desc(),  # type: ignore[attr-defined]
+            Conversation.query_timestamp.desc(),  # type: ignore[attr-defined]
+            StatementCheck.id,
+        )
+        .offset(offset)
+        .limit(limit)
+    )
+    out = []
+    for sc, conv, verdict, reviewer in session.execute(stmt):
+        out.append(
+            FlaggedStatement(
+                statement_check_id=int(sc.id),
+                conversation_id=conv.id,
+                external_id=conv.external_id,
+                patient_id=conv.patient_id,
+                model=conv.model_used,
+                timestamp=conv.query_timestamp,
+                statement=sc.statement,
+                statement_index=sc.statement_index,
+                start=sc.start,
+                end=sc.end,
+                status=sc.status,
+                method=sc.verification_method,
+                confidence=sc.grounding_confidence,
+                risk=sc.risk,
+                reason=sc.reason,
+                source_chunk_id=sc.source_chunk_id,
+                evidence=sc.supporting_evidence,
+                evidence_start=sc.evidence_start,
+                evidence_end=sc.evidence_end,
+                verdict=verdict,
+                reviewer=reviewer,
+            )
+        )
+    return out, total
+
+
+@dataclass(slots=True)
+class ConversationDetail:
+    """One conversation with every check stored for it."""
+
+    conversation: Conversation
+    statements: list[StatementCheck]
+    consistency: list[ConsistencyCheck]
+    confidence: list[ConfidenceMetric]
+    evidence: list[EvidenceValidation]
+    selfcheck: list[SelfCheckResult]
+    claims: list[ClaimAudit]
+    reviews: list[Review]
+
+
+def get_conversation(*, session: Session, conversation_id: str) -> ConversationDetail | None:
+    """A conversation by id (or by external id) with all its check rows."""
+    conv = session.get(Conversation, conversation_id)
+    if conv is None:
+        conv = session.execute(
+            select(Conversation).where(Conversation.external_id == conversation_id)
+        ).scalar_one_or_none()
+    if conv is None:
+        return None
+
+    def rows(model: Any, *order: Any, col: Any = None) -> list[Any]:
+        where = (col if col is not None else model.conversation_id) == conv.id
+        return list(session.execute(select(model).where(where).order_by(*order)).scalars())
+
+    return ConversationDetail(
+        conversation=conv,
+        statements=rows(StatementCheck, StatementCheck.statement_index),
+        consistency=rows(
+            ConsistencyCheck, ConsistencyCheck.id, col=ConsistencyCheck.current_conversation_id
+        ),
+        confidence=rows(ConfidenceMetric, ConfidenceMetric.extraction_index),
+        evidence=rows(EvidenceValidation, EvidenceValidation.id),
+        selfcheck=rows(SelfCheckResult, SelfCheckResult.id),
+        claims=rows(ClaimAudit, ClaimAudit.id),
+        reviews=rows(Review, Review.created_at),
+    )
+
+
+def recent_conversations(
+    *, session: Session, filters: Filters = Filters(), limit: int = 200
+) -> list[Conversation]:
+    """Newest conversations matching the filter (for pickers)."""
+    stmt = (
+        select(Conversation)
+        .where(*_conv_where(filters))
+        .order_by(Conversation.query_timestamp.desc())  # type: ignore[attr-defined]
+        .limit(limit)
+    )
+    return list(session.execute(stmt).scalars())
+
+
+def patient_history(*, session: Session, patient_id: str, limit: int = 500) -> list[Conversation]:
+    """One patient's conversations, oldest first."""
+    stmt = (
+        select(Conversation)
+        .where(Conversation.patient_id == patient_id)
+        .order_by(Conversation.query_timestamp)
+        .limit(limit)
+    )
+    return list(session.execute(stmt).scalars())
+
+
+def entity_timeline(
+    *, session: Session, patient_id: str, before: datetime | None = None
+) -> list[EntityMention]:
+    """The patient's clinical entity mentions in time order (optionally before a moment)."""
+    conds = [EntityMention.patient_id == patient_id]
+    if before is not None:
+        conds.append(EntityMention.at < before)
+    stmt = select(EntityMention).where(*conds).order_by(EntityMention.at, EntityMention.id)
+    return list(session.execute(stmt).scalars())
+
+
+def patient_contradictions(*, session: Session, patient_id: str) -> list[ConsistencyCheck]:
+    """Inconsistencies found for a patient, newest first."""
+    stmt = (
+        select(ConsistencyCheck)
+        .where(ConsistencyCheck.patient_id == patient_id, ConsistencyCheck.is_consistent.is_(False))  # type: ignore[attr-defined]
+        .order_by(ConsistencyCheck.checked_at.desc())  # type: ignore[attr-defined]
+    )
+    return list(session.execute(stmt).scalars())
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewedStatement:
+    """A reviewed statement: what the detector said and what the clinician decided."""
+
+    statement_check_id: int
+    status: str
+    method: str
+    confidence: float | None
+    risk: float
+    verdict: str
+    reviewer: str
+    reviewed_at: datetime
+
+
+def reviewed_statements(
+    *, session: Session, filters: Filters = Filters()
+) -> list[ReviewedStatement]:
+    """Latest verdict per reviewed statement (calibration against human labels)."""
+    latest = _latest_review_subquery()
+    ranked_time = (
+        select(Review.statement_check_id, func.max(Review.created_at).label("at"))
+        .group_by(Review.statement_check_id)
+        .subquery()
+    )
+    stmt = (
+        select(StatementCheck, latest.c.verdict, latest.c.reviewer, ranked_time.c.at)
+        .join(latest, latest.c.statement_check_id == StatementCheck.id)
+        .join(ranked_time, ranked_time.c.statement_check_id == StatementCheck.id)
+        .join(Conversation, Conversation.id == StatementCheck.conversation_id)
+        .where(*_conv_where(filters))
+    )
+    return [
+        ReviewedStatement(
+            int(sc.id),
+            sc.status,
+            sc.verification_method,
+            sc.grounding_confidence,
+            sc.risk,
+            verdict,
+            reviewer,
+            at,
+        )
+        for sc, verdict, reviewer, at in session.execute(stmt)
+    ]
+
+
+def list_reviews(*, session: Session, limit: int = 10_000) -> list[Review]:
+    """All verdicts, newest first."""
+    stmt = select(Review).order_by(Review.created_at.desc()).limit(limit)  # type: ignore[attr-defined]
+    return list(session.execute(stmt).scalars())
+
+
+def list_audit_events(
+    *, session: Session, action: str | None = None, limit: int = 1000
+) -> list[AuditEvent]:
+    """Audit events, newest first."""
+    stmt = select(AuditEvent)
+    if action:
+        stmt = stmt.where(AuditEvent.action == action)
+    stmt = stmt.order_by(AuditEvent.at.desc(), AuditEvent.id.desc()).limit(limit)  # type: ignore[attr-defined]
+    return list(session.execute(stmt).scalars())
+
+
+def iter_export(
+    *, session: Session, patient_id: str | None = None, since: datetime | None = None
+) -> Iterator[dict[str, Any]]:
+    """Records with their scores, statement checks and contradictions, oldest first."""
+    conds: list[Any] = []
+    if patient_id is not None:
+        conds.append(Conversation.patient_id == patient_id)
+    if since is not None:
+        conds.append(Conversation.query_timestamp >= since)
+    stmt = (
+        select(Conversation).where(*conds).order_by(Conversation.query_timestamp, Conversation.id)
+    )
+    for conv in session.execute(stmt).scalars():
+        detail = get_conversation(session=session, conversation_id=conv.id)
+        assert detail is not None
+        yield {
+            "id": conv.external_id,
+            "conversation_id": conv.id,
+            "patient_id": conv.patient_id,
+            "timestamp": conv.query_timestamp.isoformat(),
+            "model": conv.model_used,
+            "query": conv.query,
+            "answer": conv.answer,
+            "grounding_score": conv.grounding_score,
+            "consistency_score": conv.consistency_score,
+            "confidence_score": conv.confidence_score,
+            "hallucination_risk": conv.hallucination_risk,
+            "overall_quality": conv.overall_quality,
+            "risk_level": conv.risk_level,
+            "is_flagged": conv.is_flagged,
+            "checks": conv.check_status,
+            "warnings": conv.warnings,
+            "statement_checks": [
+                {
+                    "index": s.statement_index,
+                    "text": s.statement,
+                    "status": s.status,
+                    "verification_method": s.verification_method,
+                    "confidence": s.grounding_confidence,
+                    "source_id": s.source_chunk_id,
+                    "evidence": s.supporting_evidence,
+                }
+                for s in detail.statements
+            ],
+            "contradictions": [
+                {
+                    "check_type": c.check_type,
+                    "severity": c.severity,
+                    "current_statement": c.current_statement,
+                    "previous_statement": c.previous_statement,
+                    "previous_conversation_id": c.previous_conversation_id,
+                    "explanation": c.inconsistency_description,
+                }
+                for c in detail.consistency
+                if not c.is_consistent
+            ],
+        }
+
+
+def patient_exists(*, session: Session, patient_id: str) -> bool:
+    """Whether the patient id is known."""
+    return session.get(Patient, patient_id) is not None
+
+
+def purge_text_before(*, session: Session, cutoff: datetime) -> int:
+    """Remove record text of conversations older than ``cutoff``; keep scores and verdicts.
+
+    Returns the number of conversations purged. Runs inside the caller's transaction.
+    """
+    ids = [
+        r[0]
+        for r in session.execute(
+            select(Conversation.id).where(
+                Conversation.query_timestamp < cutoff,
+                Conversation.text_purged_at.is_(None),  # type: ignore[union-attr]
+            )
+        )
+    ]
+    if not ids:
+        return 0
+    now = datetime.now(UTC)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        session.execute(
+            Conversation.__table__.update()  # type: ignore[attr-defined]
+            .where(Conversation.id.in_(chunk))  # type: ignore[attr-defined]
+            .values(
+                query=None,
+                answer=None,
+                detailed_summary=None,
+                sources=None,
+                samples=None,
+                evidence=None,
+                extractions=None,
+                text_purged_at=now,
+            )
+        )
+        session.execute(
+            StatementCheck.__table__.update()  # type: ignore[attr-defined]
+            .where(StatementCheck.conversation_id.in_(chunk))  # type: ignore[attr-defined]
+            .values(statement=None, source_text=None, supporting_evidence=None)
+        )
+        session.execute(
+            ConsistencyCheck.__table__.update()  # type: ignore[attr-defined]
+            .where(ConsistencyCheck.current_conversation_id.in_(chunk))  # type: ignore[attr-defined]
+            .values(current_statement=None, previous_statement=None)
+        )
+        session.execute(
+            ConsistencyCheck.__table__.update()  # type: ignore[attr-defined]
+            .where(ConsistencyCheck.previous_conversation_id.in_(chunk))  # type: ignore[attr-defined]
+            .values(previous_statement=None)
+        )
+        session.execute(
+            ClaimAudit.__table__.update()  # type: ignore[attr-defined]
+            .where(ClaimAudit.conversation_id.in_(chunk))  # type: ignore[attr-defined]
+            .values(claim_text=None)
+        )
+        session.execute(
+            EntityMention.__table__.update()  # type: ignore[attr-defined]
+            .where(EntityMention.conversation_id.in_(chunk))  # type: ignore[attr-defined]
+            .values(statement=None)
+        )
+        session.execute(
+            SelfCheckResult.__table__.update()  # type: ignore[attr-defined]
+            .where(SelfCheckResult.conversation_id.in_(chunk))  # type: ignore[attr-defined]
+            .values(sentence_scores=None)
+        )
+    return len(ids)
+
+
+# --------------------------------------------------------------------------- caches
+
+
+class DbEmbeddingStore:
+    """Embeddings persisted by (model, content hash) so nothing is embedded twice."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with read_session(self.engine) as session:
+            for start in range(0, len(hashes), 500):
+                chunk = list(hashes[start : start + 500])
+                stmt = select(EmbeddingCache.content_hash, EmbeddingCache.vector).where(
+                    EmbeddingCache.model == model,
+                    EmbeddingCache.content_hash.in_(chunk),  # type: ignore[attr-defined]
+                )
+                for h, blob in session.execute(stmt):
+                    out[h] = np.frombuffer(blob, dtype=np.float32).copy()
+        return out
+
+    def put_many(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        if not vectors:
+            return
+        now = datetime.now(UTC)
+        with write_session(self.engine) as session:
+            rows = [
+                {
+                    "model": model,
+                    "content_hash": h,
+                    "dim": int(v.shape[0]),
+                    "vector": np.asarray(v, dtype=np.float32).tobytes(),
+                    "created_at": now,
+                }
+                for h, v in vectors.items()
+            ]
+            stmt = _insert(session)(EmbeddingCache.__table__)  # type: ignore[attr-defined]
+            session.execute(
+                stmt.on_conflict_do_nothing(index_elements=["model", "content_hash"]), rows
+            )
+
+
+class DbLLMCache:
+    """LLM responses and their accounting, keyed by (model, messages, parameters)."""
+
+    def __init__(self, engine: Engine, *, purpose: str | None = None) -> None:
+        self.engine = engine
+        self.purpose = purpose
+
+    def get(self, key: str) -> ChatResponse | None:
+        with read_session(self.engine) as session:
+            row = session.execute(
+                select(LLMCall).where(LLMCall.cache_key == key)
+            ).scalar_one_or_none()
+        if row is None or row.response_text is None:
+            return None
+        return ChatResponse(
+            text=row.response_text,
+            model=row.model,
+            prompt_tokens=row.prompt_tokens,
+            completion_tokens=row.completion_tokens,
+            latency_ms=row.latency_ms,
+            cached=True,
+            finish_reason=row.finish_reason,
+        )
+
+    def put(self, key: str, response: ChatResponse) -> None:
+        with write_session(self.engine) as session:
+            stmt = _insert(session)(LLMCall.__table__).values(  # type: ignore[attr-defined]
+                cache_key=key,
+                model=response.model,
+                response_text=response.text,
+                prompt_tokens=response.prompt_tokens,
+                completion_tokens=response.completion_tokens,
+                latency_ms=response.latency_ms,
+                finish_reason=response.finish_reason,
+                purpose=self.purpose,
+                created_at=datetime.now(UTC),
+            )
+            session.execute(stmt.on_conflict_do_nothing(index_elements=["cache_key"]))
+
+
+def llm_usage(*, session: Session, since: datetime | None = None) -> dict[str, float]:
+    """Token and latency totals of LLM calls (cost tracking)."""
+    conds = [LLMCall.created_at >= since] if since else []
+    row = session.execute(
+        select(
+            func.count(),
+            func.coalesce(func.sum(LLMCall.prompt_tokens), 0),
+            func.coalesce(func.sum(LLMCall.completion_tokens), 0),
+            func.coalesce(func.sum(LLMCall.latency_ms), 0.0),
+        ).where(*conds)
+    ).one()
+    return {
+        "calls": int(row[0]),
+        "prompt_tokens": int(row[1]),
+        "completion_tokens": int(row[2]),
+        "latency_ms": float(row[3]),
+    }
+
+
+__all__ = [
+    "VERDICTS",
+    "ConversationBundle",
+    "ConversationDetail",
+    "DbEmbeddingStore",
+    "DbLLMCache",
+    "Filters",
+    "FlaggedStatement",
+    "Kpis",
+    "ReviewedStatement",
+    "StoreOutcome",
+    "TrendPoint",
+    "conversation_id_for",
+    "count_conversations",
+    "create_review",
+    "date_bounds",
+    "ensure_patient",
+    "entity_timeline",
+    "flagged_statements",
+    "get_conversation",
+    "iter_export",
+    "kpis",
+    "list_audit_events",
+    "list_models",
+    "list_patients",
+    "list_reviews",
+    "llm_usage",
+    "patient_contradictions",
+    "patient_exists",
+    "patient_history",
+    "purge_text_before",
+    "quality_trend",
+    "recent_conversations",
+    "record_audit",
+    "reviewed_statements",
+    "store_bundles",
+    "store_conversation",
+]
+
+
+# --------------------------------------------------------------------------- dashboard queries
+
+
+def statement_risk_histogram(
+    *, session: Session, filters: Filters = Filters(), bins: int = 20
+) -> list[int]:
+    """Statements per risk bin (``bins`` equal bins over [0, 1]), counted in SQL.
+
+    Bin ``i`` holds ``i/bins <= risk < (i+1)/bins`` (risk 1.0 in the last bin). The threshold
+    explorer turns it into the flag rate at any threshold without loading statements.
+    """
+    from sqlalchemy import Integer
+
+    if bins < 1:
+        raise ValueError("bins must be at least 1")
+    scaled = StatementCheck.risk * bins
+    if session.get_bind().dialect.name == "postgresql":
+        scaled = func.floor(scaled)
+    bucket = cast(scaled, Integer)  # SQLite's CAST truncates, like floor for risk >= 0
+    stmt = select(bucket.label("b"), func.count()).select_from(StatementCheck)
+    conds = _conv_where(filters)
+    if conds:
+        stmt = stmt.join(Conversation, Conversation.id == StatementCheck.conversation_id).where(
+            *conds
+        )
+    counts = [0] * bins
+    for b, n in session.execute(stmt.group_by(bucket)):
+        counts[min(max(int(b or 0), 0), bins - 1)] += int(n)
+    return counts
+
+
+__all__ += ["statement_risk_histogram"]

@@ -1,0 +1,334 @@
+"""Text utilities shared by the detectors: hashing, normalisation, sentence/statement splitting.
+
+Hashes make logs privacy-safe (log ``short_hash(text)``, never the text). Splitting keeps
+character offsets into the original text so that every statement and every piece of evidence
+can be highlighted where it came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+
+
+def short_hash(text: str, length: int = 12) -> str:
+    """First ``length`` hex digits of the SHA-256 of ``text`` (safe to log, unlike the text)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
+
+
+def content_hash(text: str) -> str:
+    """Full SHA-256 hex digest, used as a cache key for embeddings and LLM responses."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A piece of a text with its ``[start, end)`` character offsets in the original.
+
+    ``text`` equals ``original[start:end]``, except for a coordinated claim split off a list
+    ("takes metformin and lisinopril"), whose text repeats the shared head ("takes
+    lisinopril") while ``start``/``end`` cover the item's own words.
+    """
+
+    text: str
+    start: int
+    end: int
+
+
+# --- normalisation -----------------------------------------------------------------------
+
+_TRANSLATE = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2212": "-",
+        "\u00a0": " ",
+        "\u2022": " ",
+    }
+)
+
+
+def normalize_with_map(text: str) -> tuple[str, list[int]]:
+    """Lower-cased text with punctuation dropped and spaces collapsed, plus an offset map.
+
+    Punctuation inside numbers ("6.8", "132/84", "1,000") and "%" are kept so that values
+    survive. ``mapping[i]`` is the offset in ``text`` of the i-th normalised character, so a
+    match found in the normalised text maps back to a span of the original.
+    """
+    out: list[str] = []
+    mapping: list[int] = []
+    n = len(text)
+    for i, raw in enumerate(text):
+        ch = unicodedata.normalize("NFKC", raw.translate(_TRANSLATE)).lower()
+        if not ch:
+            continue
+        c = ch[0]
+        if c.isalnum() or c == "%":
+            out.append(c)
+            mapping.append(i)
+            continue
+        if c in "./,:" and 0 < i < n - 1 and text[i - 1].isdigit() and text[i + 1].isdigit():
+            if c != ",":  # "1,000" -> "1000"
+                out.append(c)
+                mapping.append(i)
+            continue
+        if c == "'" and 0 < i < n - 1 and text[i - 1].isalpha() and text[i + 1].isalpha():
+            out.append(c)
+            mapping.append(i)
+            continue
+        if out and out[-1] != " ":
+            out.append(" ")
+            mapping.append(i)
+    while out and out[-1] == " ":
+        out.pop()
+        mapping.pop()
+    return "".join(out), mapping
+
+
+def normalize(text: str) -> str:
+    """Normalised form used for exact matching (see :func:`normalize_with_map`)."""
+    return normalize_with_map(text)[0]
+
+
+# --- sentences ---------------------------------------------------------------------------
+
+_ABBREVIATIONS = frozenset(
+    """
+    dr mr mrs ms prof sr jr st vs etc approx appt apt dept est no nos fig al inc ltd co
+    pt pts hx dx tx rx fx sx bx cx q qd qod bid tid qid qhs qam qpm prn po pr sl iv im sc
+    subq mg mcg ml cc e g i ie eg cf ca resp temp max min avg wt ht yr yrs mo mos wk wks hr
+    hrs sec tab tabs cap caps inj gtt sol susp oz lb lbs ft
+    """.split()
+)
+# Units abbreviations such as "mg" end sentences too often to be blocked unconditionally:
+# they only block a split when the next word starts in lower case.
+_SOFT_ABBREVIATIONS = frozenset(
+    "mg mcg ml cc hr hrs min max yr yrs wk wks mo mos lb lbs oz".split()
+)
+
+_BULLET_RE = re.compile(
+    r"^[ \t]*(?:[-*\u2022\u25aa\u25cf\u2023>]+|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])[ \t]+"
+)
+_HEADER_RE = re.compile(r"[ \t]*([A-Z][A-Za-z /&()-]{1,40}):(?:[ \t]+|$)")
+_SPEAKER_RE = re.compile(
+    r"^[ \t]*(?:\[[a-z_ ]{2,20}\]|(?:doctor|patient|dr|pt|nurse)\s*:)[ \t]*", re.I
+)
+_BOUNDARY_RE = re.compile(r"[.!?]+[\"')\]]*(?=\s)|[;]|\s\.\s")
+
+
+def _is_header_line(line: str) -> bool:
+    stripped = line.strip().rstrip(":").strip()
+    if not stripped or len(stripped) > 60 or stripped.endswith((".", "!", "?")):
+        return False
+    if any(c.isdigit() for c in stripped):
+        return False
+    if line.strip().endswith(":") and len(stripped.split()) <= 6:
+        return True
+    letters = [c for c in stripped if c.isalpha()]
+    return bool(letters) and all(c.isupper() for c in letters) and len(stripped.split()) <= 6
+
+
+def _prev_word(text: str, end: int) -> str:
+    j = end
+    while j > 0 and (text[j - 1].isalnum() or text[j - 1] == "."):
+        j -= 1
+    return text[j:end].strip(".").lower()
+
+
+def _split_segment(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Split ``text[start:end]`` (one paragraph or list item) into sentence ranges."""
+    pieces: list[tuple[int, int]] = []
+    cursor = start
+    segment = text[start:end]
+    for m in _BOUNDARY_RE.finditer(segment):
+        cut = start + m.end()
+        punct = m.group().strip()
+        if punct.startswith("."):
+            word = _prev_word(text, start + m.start())
+            nxt = text[cut:end].lstrip()
+            next_lower = bool(nxt) and (nxt[0].islower() or nxt[0].isdigit())
+            if "." in word or (len(word) == 1 and word.isalpha()):
+                if next_lower or (len(word) == 1 and nxt[:1].isupper()):
+                    continue
+            if word in _ABBREVIATIONS and (word not in _SOFT_ABBREVIATIONS or next_lower):
+                continue
+            if m.group().startswith(" ."):
+                cut = start + m.start() + 2
+        pieces.append((cursor, cut))
+        cursor = cut
+    pieces.append((cursor, end))
+    out = []
+    for a, b in pieces:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if b > a and any(c.isalnum() for c in text[a:b]):
+            out.append((a, b))
+    return out
+
+
+def _segments(text: str) -> list[tuple[int, int]]:
+    """Paragraph-level ranges: lines are joined unless a blank line, bullet, number,
+    header or speaker tag starts a new unit. Leading markers and headers are excluded."""
+    segments: list[tuple[int, int]] = []
+    current: list[int] | None = None
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        line_start, body = pos, line.rstrip("\r\n")
+        pos += len(line)
+        if not body.strip():
+            if current:
+                segments.append((current[0], current[1]))
+            current = None
+            continue
+        content_start = line_start
+        new_unit = False
+        marker = _BULLET_RE.match(body) or _SPEAKER_RE.match(body)
+        if marker:
+            content_start += marker.end()
+            new_unit = True
+        header = _HEADER_RE.match(text, content_start, line_start + len(body))
+        if header and len(header.group(1).split()) <= 4:
+            content_start = header.end()
+            new_unit = True
+        elif _is_header_line(text[content_start : line_start + len(body)]):
+            if current:
+                segments.append((current[0], current[1]))
+            current = None
+            continue
+        line_end = line_start + len(body)
+        if content_start >= line_end or not text[content_start:line_end].strip():
+            if current:
+                segments.append((current[0], current[1]))
+            current = None
+            continue
+        if new_unit or current is None:
+            if current:
+                segments.append((current[0], current[1]))
+            current = [content_start, line_end]
+        else:
+            current[1] = line_end
+    if current:
+        segments.append((current[0], current[1]))
+    return segments
+
+
+def split_sentences(text: str) -> list[Span]:
+    """Clinical-aware sentence splitting with offsets.
+
+    Survives abbreviations ("b.i.d.", "Dr.", "approx."), decimals ("6.8%"), blood pressures
+    ("132/84"), bullets and numbered lists, section headers ("Assessment:") and speaker tags
+    ("[doctor]"). Header-only lines are not sentences; a header followed by text on the same
+    line is left out of the sentence.
+    """
+    spans: list[Span] = []
+    for seg_start, seg_end in _segments(text):
+        for a, b in _split_segment(text, seg_start, seg_end):
+            spans.append(Span(text[a:b], a, b))
+    return spans
+
+
+# --- statements --------------------------------------------------------------------------
+
+_LIST_TRIGGERS = (
+    r"(?:is |was |are |remains? )?(?:currently )?(?:takes|taking|took|on|started on|started|"
+    r"starting|prescribed|continues?(?: on)?|continuing|receives|receiving|uses|using|"
+    r"denies|denied|reports|reported|endorses|endorsed|complains of|has|had|have|"
+    r"history of|diagnosed with|positive for|negative for|notable for|significant for|"
+    r"allergic to|with)"
+)
+_TRIGGER_RE = re.compile(r"\b" + _LIST_TRIGGERS + r"\s+", re.I)
+_CLAUSE_RE = re.compile(
+    r"(?:,\s*|\s+)(?:and|but|while|whereas)\s+(?=(?:he|she|they|the patient|patient|it|his|her|"
+    r"there)\b)",
+    re.I,
+)
+_ITEM_SEP_RE = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+", re.I)
+_NO_SPLIT_WORDS = re.compile(
+    r"\b(?:between|both|either|neither|of|or|nor|risks?|benefits?|combination|together|"
+    r"which|that|who|whom|after|before|because|if|when|than)\b",
+    re.I,
+)
+
+
+def _trim(text: str, a: int, b: int) -> tuple[int, int]:
+    while a < b and (text[a].isspace() or text[a] in ",;"):
+        a += 1
+    while b > a and (text[b - 1].isspace() or text[b - 1] in ",;"):
+        b -= 1
+    return a, b
+
+
+def _split_clauses(text: str, a: int, b: int) -> list[tuple[int, int]]:
+    cuts = [(a, a)]
+    for m in _CLAUSE_RE.finditer(text, a, b):
+        cuts.append((m.start(), m.end()))
+    ranges = []
+    for i, (_, start) in enumerate(cuts):
+        stop = cuts[i + 1][0] if i + 1 < len(cuts) else b
+        s, e = _trim(text, start, stop)
+        if e > s:
+            ranges.append((s, e))
+    return ranges
+
+
+def _split_list(text: str, a: int, b: int) -> list[Span]:
+    """Split "X takes A, B and C." into one statement per item when it is safe."""
+    whole = Span(text[a:b], a, b)
+    end = b
+    while end > a and text[end - 1] in ".!?":
+        end -= 1
+    trig = None
+    for m in _TRIGGER_RE.finditer(text, a, end):
+        trig = m
+        break
+    if trig is None:
+        return [whole]
+    region_start = trig.end()
+    region = text[region_start:end]
+    if " and " not in f" {region} " and "," not in region:
+        return [whole]
+    if _NO_SPLIT_WORDS.search(region) or _TRIGGER_RE.search(region):
+        return [whole]
+    items: list[tuple[int, int]] = []
+    cursor = region_start
+    for sep in _ITEM_SEP_RE.finditer(text, region_start, end):
+        items.append(_trim(text, cursor, sep.start()))
+        cursor = sep.end()
+    items.append(_trim(text, cursor, end))
+    items = [(s, e) for s, e in items if e > s]
+    if len(items) < 2 or len(items) > 10:
+        return [whole]
+    for s, e in items:
+        words = text[s:e].split()
+        if len(words) > 6 or all(re.fullmatch(r"[\d.,/%-]+", w) for w in words):
+            return [whole]
+    head = text[a:region_start]
+    spans = []
+    for i, (s, e) in enumerate(items):
+        if i == 0:
+            spans.append(Span(text[a:e], a, e))
+        else:
+            spans.append(Span(head + text[s:e], s, e))
+    return spans
+
+
+def split_statements(text: str) -> list[Span]:
+    """Atomic statements: sentences, then clauses ("..., and she ..."), then list items.
+
+    Splits coordinated claims only where the parts stand alone ("takes metformin and
+    lisinopril" -> "takes metformin" + "takes lisinopril"); ranges ("between 5 and 10"),
+    alternatives ("or") and relative clauses are left whole.
+    """
+    statements: list[Span] = []
+    for sentence in split_sentences(text):
+        for ca, cb in _split_clauses(text, sentence.start, sentence.end):
+            statements.extend(_split_list(text, ca, cb))
+    return statements

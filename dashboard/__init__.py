@@ -1,0 +1,1 @@
+"""Groundwatch dashboard (Streamlit)."""

@@ -1,0 +1,309 @@
+"""Storage on SQLite and PostgreSQL: schema, round trip, idempotence, rollups, concurrency."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import SQLModel
+
+from core.storage import models as m
+from core.storage import repo
+from core.storage.db import (
+    DatabaseError,
+    check_connection,
+    current_revision,
+    make_engine,
+    read_session,
+    upgrade_to_head,
+    write_session,
+)
+
+
+def _bundle(
+    ext: str,
+    *,
+    patient: str = "p-1",
+    when: datetime | None = None,
+    grounding: float | None = 0.8,
+    model: str = "model-a",
+    content: str = "v1",
+    statuses: tuple[str, ...] = ("grounded", "unsupported"),
+) -> repo.ConversationBundle:
+    when = when or datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    conv = m.Conversation(
+        id="",
+        external_id=ext,
+        patient_id=patient,
+        query="What medications?",
+        query_timestamp=when,
+        answer="Takes metformin. Takes warfarin.",
+        model_used=model,
+        sources=[{"id": "s-1", "text": "Metformin 500 mg.", "type": "note"}],
+        grounding_score=grounding,
+        consistency_score=1.0,
+        confidence_score=0.9,
+        hallucination_risk=0.2,
+        overall_quality=0.85,
+        is_flagged="unsupported" in statuses,
+        content_hash=content,
+    )
+    stmts = [
+        m.StatementCheck(
+            conversation_id="",
+            statement=f"statement {i}",
+            statement_index=i,
+            is_grounded=s == "grounded",
+            status=s,
+            verification_method="exact_match" if s == "grounded" else "unsupported",
+            grounding_confidence=0.9,
+            risk=0.6 if s != "grounded" else 0.0,
+        )
+        for i, s in enumerate(statuses)
+    ]
+    return repo.ConversationBundle(conversation=conv, statements=stmts)
+
+
+def test_migrated_schema_equals_models(engine: Engine) -> None:
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+    assert diff == []
+    assert current_revision(engine) == "0001"
+
+
+def test_upgrade_is_idempotent(db_url: str) -> None:
+    upgrade_to_head(db_url)
+    upgrade_to_head(db_url)
+    from core.storage.db import get_engine
+
+    assert current_revision(get_engine(db_url)) == "0001"
+
+
+def test_round_trip_with_checks(engine: Engine) -> None:
+    with write_session(engine) as s:
+        out = repo.store_conversation(session=s, bundle=_bundle("ext-1"))
+    assert out.status == "imported"
+    with read_session(engine) as s:
+        detail = repo.get_conversation(session=s, conversation_id=out.conversation_id)
+        assert detail is not None
+        assert detail.conversation.external_id == "ext-1"
+        assert [st.status for st in detail.statements] == ["grounded", "unsupported"]
+        ts = detail.conversation.query_timestamp
+        assert ts.tzinfo is not None and ts.utcoffset() == timedelta(0)
+        assert ts == datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+        assert detail.conversation.sources[0]["id"] == "s-1"
+        by_ext = repo.get_conversation(session=s, conversation_id="ext-1")
+        assert by_ext is not None and by_ext.conversation.id == out.conversation_id
+
+
+def test_store_is_idempotent_and_edits_update(engine: Engine) -> None:
+    with write_session(engine) as s:
+        first = repo.store_conversation(session=s, bundle=_bundle("ext-1"))
+    with write_session(engine) as s:
+        again = repo.store_conversation(session=s, bundle=_bundle("ext-1"))
+    assert again.status == "unchanged"
+    assert again.conversation_id == first.conversation_id
+    with write_session(engine) as s:
+        edited = repo.store_conversation(
+            session=s,
+            bundle=_bundle("ext-1", content="v2", grounding=0.4, statuses=("contradicted",)),
+        )
+    assert edited.status == "updated"
+    with read_session(engine) as s:
+        assert repo.count_conversations(session=s) == 1
+        detail = repo.get_conversation(session=s, conversation_id="ext-1")
+        assert detail is not None
+        assert [st.status for st in detail.statements] == ["contradicted"]
+        k = repo.kpis(session=s)
+    assert k.conversations == 1
+    assert k.grounding == pytest.approx(0.4)
+
+
+def test_score_check_constraint(engine: Engine) -> None:
+    with pytest.raises(IntegrityError), write_session(engine) as s:
+        repo.store_conversation(session=s, bundle=_bundle("ext-bad", grounding=1.5))
+    with read_session(engine) as s:
+        assert repo.count_conversations(session=s) == 0
+
+
+def test_cascade_delete_removes_checks(engine: Engine) -> None:
+    with write_session(engine) as s:
+        out = repo.store_conversation(session=s, bundle=_bundle("ext-1"))
+    with write_session(engine) as s:
+        s.execute(text("DELETE FROM patient WHERE id = 'p-1'"))
+    with read_session(engine) as s:
+        assert s.execute(select(func.count()).select_from(m.StatementCheck)).scalar_one() == 0
+        assert s.get(m.Conversation, out.conversation_id) is None
+
+
+def test_trends_and_kpis_aggregate_in_sql(engine: Engine) -> None:
+    base = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)  # a Monday
+    with write_session(engine) as s:
+        for i, g in enumerate([0.2, 0.4, 0.6, 0.8]):
+            repo.store_conversation(
+                session=s,
+                bundle=_bundle(f"e{i}", when=base + timedelta(days=i // 2), grounding=g),
+            )
+        repo.store_conversation(
+            session=s,
+            bundle=_bundle("e9", when=base + timedelta(days=8), grounding=None, model="model-b"),
+        )
+    with read_session(engine) as s:
+        days = repo.quality_trend(session=s)
+        weeks = repo.quality_trend(session=s, granularity="week")
+        only_a = repo.kpis(session=s, filters=repo.Filters(models=("model-a",)))
+        midnight = base.replace(hour=0)
+        window = repo.kpis(
+            session=s, filters=repo.Filters(start=midnight, end=midnight + timedelta(days=1))
+        )
+        models = repo.list_models(session=s)
+    assert [(p.period.isoformat(), p.conversations) for p in days] == [
+        ("2026-03-02", 2),
+        ("2026-03-03", 2),
+        ("2026-03-10", 1),
+    ]
+    assert days[0].grounding == pytest.approx(0.3)
+    assert days[2].grounding is None
+    assert [(p.period.isoformat(), p.conversations) for p in weeks] == [
+        ("2026-03-02", 4),
+        ("2026-03-09", 1),
+    ]
+    assert weeks[0].grounding == pytest.approx(0.5)
+    assert only_a.conversations == 4 and only_a.grounding == pytest.approx(0.5)
+    assert window.conversations == 2
+    assert models == ["model-a", "model-b"]
+
+
+def test_flagged_statements_and_reviews(engine: Engine) -> None:
+    with write_session(engine) as s:
+        repo.store_conversation(session=s, bundle=_bundle("e1"))
+        repo.store_conversation(session=s, bundle=_bundle("e2", statuses=("contradicted",)))
+    with read_session(engine) as s:
+        rows, total = repo.flagged_statements(session=s, limit=10)
+    assert total == 2
+    assert {r.status for r in rows} == {"unsupported", "contradicted"}
+    target = rows[0].statement_check_id
+    with write_session(engine) as s:
+        repo.create_review(
+            session=s, statement_check_id=target, reviewer="dr.a", verdict="false_alarm"
+        )
+        repo.create_review(
+            session=s, statement_check_id=target, reviewer="dr.b", verdict="confirmed", note="x"
+        )
+    with read_session(engine) as s:
+        unreviewed, n_un = repo.flagged_statements(session=s, review_state="unreviewed")
+        reviewed = repo.reviewed_statements(session=s)
+    assert n_un == 1 and unreviewed[0].statement_check_id != target
+    assert len(reviewed) == 1 and reviewed[0].verdict == "confirmed"
+    assert reviewed[0].reviewer == "dr.b"
+    with pytest.raises(ValueError, match="verdict"), write_session(engine) as s:
+        repo.create_review(
+            session=s,
+            statement_check_id=target,
+            reviewer="x",
+            verdict="maybe",  # type: ignore[arg-type]
+        )
+
+
+def test_concurrent_writers_lose_nothing(engine: Engine) -> None:
+    errors: list[BaseException] = []
+
+    def writer(worker: int) -> None:
+        try:
+            for i in range(250):
+                with write_session(engine) as s:
+                    repo.store_conversation(
+                        session=s,
+                        bundle=_bundle(f"w{worker}-{i}", patient=f"p-{i % 7}"),
+                    )
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with read_session(engine) as s:
+        assert repo.count_conversations(session=s) == 1000
+        assert repo.kpis(session=s).conversations == 1000
+        n_stmts = s.execute(select(func.count()).select_from(m.StatementCheck)).scalar_one()
+    assert n_stmts == 2000
+
+
+def test_atomic_batch_rolls_back_whole(engine: Engine) -> None:
+    bundles = [_bundle("ok-1"), _bundle("ok-2"), _bundle("bad", grounding=2.0)]
+    with pytest.raises(IntegrityError):
+        repo.store_bundles(engine=engine, bundles=bundles)
+    with read_session(engine) as s:
+        assert repo.count_conversations(session=s) == 0
+        assert repo.kpis(session=s).conversations == 0
+
+
+def test_purge_keeps_scores_and_verdicts(engine: Engine) -> None:
+    old = datetime(2025, 1, 1, tzinfo=UTC)
+    with write_session(engine) as s:
+        repo.store_conversation(session=s, bundle=_bundle("old", when=old))
+        repo.store_conversation(session=s, bundle=_bundle("new"))
+    with read_session(engine) as s:
+        rows, _ = repo.flagged_statements(session=s)
+    old_row = next(r for r in rows if r.external_id == "old")
+    with write_session(engine) as s:
+        repo.create_review(
+            session=s, statement_check_id=old_row.statement_check_id, reviewer="r",
+            verdict="confirmed",
+        )
+        n = repo.purge_text_before(session=s, cutoff=datetime(2025, 6, 1, tzinfo=UTC))
+    assert n == 1
+    with read_session(engine) as s:
+        d = repo.get_conversation(session=s, conversation_id="old")
+        assert d is not None
+        assert d.conversation.answer is None and d.conversation.query is None
+        assert d.conversation.grounding_score == pytest.approx(0.8)
+        assert all(st.statement is None for st in d.statements)
+        assert len(d.reviews) == 1
+        fresh = repo.get_conversation(session=s, conversation_id="new")
+        assert fresh is not None and fresh.conversation.answer is not None
+
+
+def test_caches_round_trip(engine: Engine) -> None:
+    import numpy as np
+
+    from core.backends.llm import ChatResponse
+
+    store = repo.DbEmbeddingStore(engine)
+    vec = np.arange(4, dtype=np.float32)
+    store.put_many("mini", {"h1": vec})
+    store.put_many("mini", {"h1": vec})  # no duplicate error
+    got = store.get_many("mini", ["h1", "h2"])
+    assert list(got) == ["h1"] and np.array_equal(got["h1"], vec)
+    cache = repo.DbLLMCache(engine)
+    cache.put("k", ChatResponse("Yes", "m", 10, 1, 12.5))
+    hit = cache.get("k")
+    assert hit is not None and hit.text == "Yes" and hit.cached
+    with read_session(engine) as s:
+        assert repo.llm_usage(session=s)["prompt_tokens"] == 10
+
+
+def test_bad_database_url_gives_one_clear_line() -> None:
+    with pytest.raises(DatabaseError) as info:
+        make_engine("not a url")
+    assert "\n" not in str(info.value)
+    eng = make_engine("postgresql://nobody@127.0.0.1:1/none")
+    with pytest.raises(DatabaseError) as info2:
+        check_connection(eng)
+    msg = str(info2.value)
+    assert "cannot connect" in msg and "\n" not in msg
+
+
+def test_sqlite_runs_wal_with_foreign_keys(sqlite_engine: Engine) -> None:
+    with sqlite_engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar_one() == 1
