@@ -14,9 +14,7 @@ from sqlalchemy.engine import Engine, make_url
 from core.config import reset_settings_cache
 from core.storage import db as storage_db
 
-import importlib.util as _ilu  # TEMP until fixtures_llm lands
-
-pytest_plugins = ["tests.fixtures_llm"] if _ilu.find_spec("tests.fixtures_llm") else []
+pytest_plugins = ["tests.fixtures_llm"]
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
