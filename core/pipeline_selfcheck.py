@@ -21,9 +21,7 @@ log = logging.getLogger(__name__)
 def _selfcheck_detector(pipeline: QualityPipeline) -> Any:
     from core import selfcheck
 
-    if pipeline.embedder is not None and hasattr(selfcheck, "SelfCheckCombined"):
-        return selfcheck.SelfCheckCombined(embedder=pipeline.embedder, nli=pipeline.nli)
-    return selfcheck.SelfCheckNgram()
+    return selfcheck.SelfCheckCombined(encoder=pipeline.embedder)
 
 
 def _generate_samples(pipeline: QualityPipeline, w: _Work) -> list[str]:

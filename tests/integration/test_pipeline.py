@@ -1,0 +1,172 @@
+"""The quality pipeline end to end on SQLite and PostgreSQL, with the real MiniLM model."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from core.config import load_settings
+from core.pipeline import QualityPipeline
+from core.records import ConversationRecord
+from core.storage import repo
+from core.storage.db import read_session
+
+pytestmark = pytest.mark.model
+
+NOTE = (
+    "Medications: metformin 500 mg twice daily, lisinopril 10 mg daily, atorvastatin 20 mg "
+    "nightly. Allergies: penicillin (rash). Problem list: type 2 diabetes, hypertension."
+)
+
+
+def rec(i: int, day: int, answer: str, *, patient: str = "p-1", **extra: object) -> ConversationRecord:
+    return ConversationRecord.model_validate(
+        {
+            "id": f"r-{i}",
+            "patient_id": patient,
+            "timestamp": datetime(2026, 1, day, 9, tzinfo=UTC).isoformat(),
+            "query": "Summarise the patient's medications, allergies and problems.",
+            "answer": answer,
+            "sources": [{"id": f"note-{i}", "text": NOTE, "type": "note", "similarity": 0.8}],
+            "model": "model-a",
+            **extra,
+        }
+    )
+
+
+HISTORY = [
+    rec(1, 2, "The patient takes metformin 500 mg twice daily, lisinopril 10 mg daily and "
+              "atorvastatin 20 mg nightly. She is allergic to penicillin. She has type 2 "
+              "diabetes and hypertension."),
+    rec(2, 9, "Atorvastatin was discontinued due to myalgia. Blood pressure 142/88."),
+    rec(3, 16, "Blood pressure today 128/80. Lisinopril was stopped and then restarted at 10 mg "
+               "daily."),
+    # The contradictions: a discontinued drug listed as current, a denied chronic diagnosis,
+    # an allergy that vanished.
+    rec(4, 23, "She currently takes atorvastatin 20 mg nightly. She has no history of diabetes. "
+               "No known drug allergies."),
+    # Another patient saying the opposite is not a contradiction for p-1.
+    rec(5, 24, "He takes atorvastatin 20 mg nightly and has no diabetes.", patient="p-2"),
+]
+
+
+@pytest.fixture
+def pipeline(engine: Engine) -> QualityPipeline:
+    return QualityPipeline(settings=load_settings(), engine=engine, llm=None)
+
+
+def test_consistency_over_a_patient_history(pipeline: QualityPipeline, engine: Engine) -> None:
+    reports = pipeline.process_many(HISTORY)
+    by_id = {r.external_id: r for r in reports}
+    assert by_id["r-1"].checks["consistency"].status == "skipped"  # nothing earlier
+    for legit in ("r-2", "r-3"):
+        assert by_id[legit].consistency.is_consistent, by_id[legit].consistency.contradictions
+    bad = by_id["r-4"].consistency
+    kinds = {(c.entity, c.check_type) for c in bad.contradictions}
+    entities = {e for e, _ in kinds}
+    assert "medication:atorvastatin" in entities
+    assert any(e.startswith("condition:") and "diabetes" in e for e in entities)
+    assert "allergy:penicillin" in entities
+    assert bad.consistency_score < 0.8
+    assert by_id["r-4"].is_flagged
+    assert by_id["r-5"].checks["consistency"].status == "skipped"
+    with read_session(engine) as s:
+        stored = repo.patient_contradictions(session=s, patient_id="p-1")
+        timeline = repo.entity_timeline(session=s, patient_id="p-1")
+        assert repo.patient_contradictions(session=s, patient_id="p-2") == []
+    assert {c.current_conversation_id for c in stored} == {by_id["r-4"].conversation_id}
+    assert all(c.previous_conversation_id for c in stored)
+    assert {"atorvastatin", "penicillin"} <= {t.name for t in timeline}
+
+
+def test_report_metrics_statuses_and_storage(pipeline: QualityPipeline, engine: Engine) -> None:
+    good, bad = pipeline.process_many(
+        [
+            rec(1, 2, "The patient takes metformin 500 mg twice daily. She is allergic to "
+                      "penicillin."),
+            rec(2, 3, "The patient takes metformin 1000 mg twice daily and warfarin 5 mg "
+                      "daily.", samples=["She takes metformin 500 mg.", "Metformin 500 mg."],
+                temperature=0.3),
+        ]
+    )
+    assert good.metrics.grounding_score == 1.0
+    assert bad.metrics.grounding_score < 0.7
+    assert bad.metrics.hallucination_risk > good.metrics.hallucination_risk
+    assert bad.metrics.overall_quality < good.metrics.overall_quality
+    assert good.checks["grounding"].status == "ok"
+    assert good.checks["grounding.inference"].status == "unavailable"
+    assert "GROUNDWATCH_NLI_MODEL" in (good.checks["grounding.inference"].reason or "")
+    assert good.checks["selfcheck"].status == "skipped"
+    assert bad.checks["selfcheck"].status == "ok"
+    assert bad.selfcheck.sample_count == 2
+    assert bad.execution_time_ms >= 0
+    assert any("warfarin" in st.statement for st in bad.grounding.statements
+               if st.status != "grounded")
+    with read_session(engine) as s:
+        detail = repo.get_conversation(session=s, conversation_id="r-2")
+    assert detail is not None
+    c = detail.conversation
+    assert c.grounding_score == pytest.approx(bad.metrics.grounding_score)
+    assert c.check_status["grounding.inference"]["status"] == "unavailable"
+    assert c.feature_flags["hallucination_detection"] is False
+    assert len(detail.statements) == len(bad.grounding.statements)
+    assert detail.selfcheck and detail.selfcheck[0].status == "ok"
+    assert detail.confidence and detail.confidence[0].extraction_confidence == pytest.approx(0.85)
+    # the same record again changes nothing
+    again = pipeline.process(rec(1, 2, "The patient takes metformin 500 mg twice daily. She is "
+                                       "allergic to penicillin."))
+    assert again.store_status == "unchanged"
+
+
+def test_evidence_quotes_are_grounded_and_counted(pipeline: QualityPipeline, engine: Engine) -> None:
+    transcript = "[doctor] How do you sleep? [patient] I can't sleep at night <laughter> at all."
+    report = pipeline.process(
+        ConversationRecord.model_validate(
+            {
+                "id": "ev-1",
+                "patient_id": "p-9",
+                "query": "PHQ-8 evidence",
+                "answer": "The patient reports poor sleep.",
+                "sources": [{"id": "t", "text": transcript, "type": "transcript"}],
+                "evidence": {"PHQ8_Sleep": ["I can't sleep at night"],
+                             "PHQ8_Depressed": ["I feel hopeless every day"]},
+            }
+        )
+    )
+    assert report.checks["evidence"].status == "ok"
+    assert report.evidence.stats.validated_count == 1
+    assert report.evidence.stats.rejected_count == 1
+    with read_session(engine) as s:
+        d = repo.get_conversation(session=s, conversation_id="ev-1")
+    assert d is not None and d.evidence[0].rejected_count == 1
+    assert d.evidence[0].transcript_len == len(transcript)
+
+
+def test_disabled_history_keeps_scores_not_text(engine: Engine) -> None:
+    settings = load_settings(enable_conversation_history=False)
+    QualityPipeline(settings=settings, engine=engine, llm=None).process(
+        rec(1, 2, "The patient takes metformin 500 mg twice daily.")
+    )
+    with read_session(engine) as s:
+        d = repo.get_conversation(session=s, conversation_id="r-1")
+    assert d is not None
+    assert d.conversation.answer is None and d.conversation.query is None
+    assert d.conversation.grounding_score == 1.0
+    assert all(st.statement is None for st in d.statements)
+
+
+def test_pipeline_logs_no_patient_text(
+    pipeline: QualityPipeline, caplog: pytest.LogCaptureFixture
+) -> None:
+    sentinel = "Zebulon Quaxwright"
+    caplog.set_level(logging.DEBUG)
+    pipeline.process(
+        rec(1, 2, f"{sentinel} takes metformin 900 mg and quinapril.",
+            evidence={"PHQ8_Sleep": [f"{sentinel} cannot sleep"]})
+    )
+    for record in caplog.records:
+        assert sentinel not in record.getMessage()
+        assert "quinapril" not in record.getMessage()
