@@ -45,7 +45,7 @@ unit: $(STAMP) ## Fast unit tests only
 	$(BIN)/python -m pytest -q tests/unit
 
 bench: $(STAMP) ## Run every benchmark and print its table (reads ../shared/data by default)
-	@for b in storage evidence grounding_speed grounding_medhallu grounding_aci selfcheck_wikibio consistency epistemic dashboard; do \
+	@for b in storage evidence grounding_speed grounding_medhallu grounding_aci selfcheck_wikibio consistency epistemic dashboard_speed; do \
 		echo "== benchmarks/$$b.py"; $(BIN)/python benchmarks/$$b.py || exit 1; done
 
 demo: $(STAMP) ## Load the demo data into the configured database

@@ -960,7 +960,7 @@ def statement_risk_histogram(
 
     if bins < 1:
         raise ValueError("bins must be at least 1")
-    scaled = StatementCheck.risk * bins
+    scaled: Any = StatementCheck.risk * bins
     if session.get_bind().dialect.name == "postgresql":
         scaled = func.floor(scaled)
     bucket = cast(scaled, Integer)  # SQLite's CAST truncates, like floor for risk >= 0
@@ -977,3 +977,88 @@ def statement_risk_histogram(
 
 
 __all__ += ["statement_risk_histogram"]
+
+
+def review_queue(
+    *,
+    session: Session,
+    filters: Filters = Filters(),
+    statuses: Sequence[str] = ("unsupported", "contradicted"),
+    review_state: ReviewState = "all",
+    offset: int = 0,
+    limit: int = 50,
+) -> tuple[list[FlaggedStatement], int]:
+    """Like :func:`flagged_statements`, planned for large stores (the dashboard's queue).
+
+    "Reviewed" is an EXISTS test on ``review`` (an anti-join the planner estimates well,
+    where a left join on the latest verdict made it pick nested loops over every flagged
+    statement); the latest verdict is then looked up for the page's rows only.
+    """
+    from sqlalchemy import exists
+
+    reviewed = exists().where(Review.statement_check_id == StatementCheck.id)
+    conds: list[Any] = [StatementCheck.status.in_(list(statuses)), *_conv_where(filters)]  # type: ignore[attr-defined]
+    if review_state == "unreviewed":
+        conds.append(~reviewed)
+    elif review_state == "reviewed":
+        conds.append(reviewed)
+    joined = (
+        select(StatementCheck.id)
+        .join(Conversation, Conversation.id == StatementCheck.conversation_id)
+        .where(*conds)
+    )
+    total = int(session.execute(select(func.count()).select_from(joined.subquery())).scalar_one())
+    stmt = (
+        select(StatementCheck, Conversation)
+        .join(Conversation, Conversation.id == StatementCheck.conversation_id)
+        .where(*conds)
+        .order_by(
+            StatementCheck.risk.desc(),  # type: ignore[attr-defined]
+            Conversation.query_timestamp.desc(),  # type: ignore[attr-defined]
+            StatementCheck.id,
+        )
+        .offset(offset)
+        .limit(limit)
+    )
+    rows = list(session.execute(stmt))
+    latest: dict[int, tuple[str, str]] = {}
+    ids = [int(sc.id) for sc, _ in rows]
+    if ids:
+        for sid, verdict, reviewer in session.execute(
+            select(Review.statement_check_id, Review.verdict, Review.reviewer)
+            .where(Review.statement_check_id.in_(ids))  # type: ignore[union-attr]
+            .order_by(Review.created_at, Review.id)
+        ):
+            latest[int(sid)] = (verdict, reviewer)
+    out = []
+    for sc, conv in rows:
+        verdict, reviewer = latest.get(int(sc.id), (None, None))
+        out.append(
+            FlaggedStatement(
+                statement_check_id=int(sc.id),
+                conversation_id=conv.id,
+                external_id=conv.external_id,
+                patient_id=conv.patient_id,
+                model=conv.model_used,
+                timestamp=conv.query_timestamp,
+                statement=sc.statement,
+                statement_index=sc.statement_index,
+                start=sc.start,
+                end=sc.end,
+                status=sc.status,
+                method=sc.verification_method,
+                confidence=sc.grounding_confidence,
+                risk=sc.risk,
+                reason=sc.reason,
+                source_chunk_id=sc.source_chunk_id,
+                evidence=sc.supporting_evidence,
+                evidence_start=sc.evidence_start,
+                evidence_end=sc.evidence_end,
+                verdict=verdict,
+                reviewer=reviewer,
+            )
+        )
+    return out, total
+
+
+__all__ += ["review_queue"]

@@ -1,0 +1,80 @@
+"""Admin: the configured users (no password hashes) and the audit trail, with a CSV export."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from core.auth import AuthConfigError
+from core.storage import repo
+from core.storage.db import read_session
+from dashboard import auth, data, exports
+
+AUDIT_FIELDS = ("at", "actor", "action", "target_type", "target_id", "detail")
+ACTIONS = ("view", "review", "export", "upload", "purge", "login", "login_failed", "logout")
+
+user = auth.guard("admin")
+st.title("Admin")
+
+st.subheader("Users")
+mode = auth.auth_mode()
+if mode == "none":
+    st.caption(
+        "No login is configured: everyone on this machine acts as the local admin. Add users "
+        "with `groundwatch users add NAME --role reviewer|analyst|admin` and set "
+        "GROUNDWATCH_AUTH_FILE."
+    )
+else:
+    try:
+        users = auth.user_store().users()
+    except AuthConfigError as exc:
+        st.error(f"The users file cannot be read: {exc}")
+        users = []
+    st.dataframe(
+        [{"user": u.username, "role": u.role, "email": u.email or ""} for u in users],
+        hide_index=True,
+        key="admin_users",
+    )
+    st.caption("Manage users with `groundwatch users add|remove`; passwords are bcrypt-hashed.")
+
+
+def _events(action: str | None, limit: int) -> list[dict[str, Any]]:
+    with read_session(data.engine()) as s:
+        return [
+            {
+                "at": e.at.isoformat(),
+                "actor": e.actor,
+                "action": e.action,
+                "target_type": e.target_type,
+                "target_id": e.target_id,
+                "detail": e.detail,
+            }
+            for e in repo.list_audit_events(session=s, action=action, limit=limit)
+        ]
+
+
+def _export_csv(action: str | None) -> str:
+    rows = _events(action, 100_000)
+    data.audit(
+        actor=user.label, action="export", target_type="audit_event", target_id=action or "all"
+    )
+    return exports.rows_to_csv(rows, AUDIT_FIELDS)
+
+
+st.subheader("Audit trail")
+c1, c2 = st.columns([2, 1])
+picked = c1.selectbox("Action", ["all", *ACTIONS], key="admin_action")
+limit = int(c2.number_input("Rows", 10, 10_000, 500, step=100, key="admin_limit"))
+chosen = None if picked in (None, "all") else str(picked)
+events = _events(chosen, limit)
+st.dataframe(events, hide_index=True, key="admin_events")
+st.caption(f"{len(events):,} events, newest first.")
+st.download_button(
+    "Audit events (CSV)",
+    data=lambda: _export_csv(chosen),
+    file_name="audit_events.csv",
+    mime="text/csv",
+    key="admin_export",
+    on_click="ignore",
+)

@@ -1,0 +1,90 @@
+"""Calibration: the detector's risk against clinicians' verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from core.calibration import (
+    aurc_loss,
+    brier_score_loss,
+    expected_calibration_error,
+    reliability_curve,
+)
+from dashboard import data, figures
+from dashboard.sidebar import current_filters
+
+st.title("Calibration")
+st.caption(
+    "How well the statement risk (higher is worse) predicts what reviewers decide: a "
+    "confirmed hallucination counts as 1, a false alarm as 0; 'unsure' verdicts are left out."
+)
+f = current_filters()
+rows = data.reviewed(f)
+labelled = [r for r in rows if r["verdict"] in ("confirmed", "false_alarm")]
+counts = {v: sum(r["verdict"] == v for r in rows) for v in ("confirmed", "false_alarm", "unsure")}
+c = st.columns(6)
+c[0].metric("Reviewed statements", len(rows))
+c[1].metric("Confirmed", counts["confirmed"])
+c[2].metric("False alarms", counts["false_alarm"])
+
+n_bins = st.slider("Bins", 3, 20, 10, key="calibration_bins")
+if len(labelled) < 2:
+    st.info("Calibration needs reviewed statements: give verdicts in the review queue.")
+else:
+    y = np.array([r["verdict"] == "confirmed" for r in labelled], dtype=float)
+    p = np.array([min(1.0, max(0.0, float(r["risk"]))) for r in labelled])
+    conf = np.array(
+        [
+            float(r["confidence"]) if r["confidence"] is not None else float(r["risk"])
+            for r in labelled
+        ]
+    )
+    c[3].metric("ECE (lower is better)", f"{expected_calibration_error(y, p, n_bins=n_bins):.3f}")
+    c[4].metric("Brier (lower is better)", f"{brier_score_loss(y, p):.3f}")
+    c[5].metric(
+        "AURC (lower is better)",
+        f"{aurc_loss(y, conf):.3f}",
+        help="Risk-coverage of the detector's confidence: flags accepted from the "
+        "most confident down, a false alarm counts as an error.",
+    )
+    curve = reliability_curve(y, p, n_bins=n_bins)
+    left, right = st.columns(2)
+    left.plotly_chart(
+        figures.reliability_figure(
+            curve.mean_predicted, curve.fraction_positive, curve.counts, label="statement risk"
+        ),
+        key="calibration_reliability",
+    )
+    right.plotly_chart(
+        figures.score_by_verdict_figure(rows, score="risk"), key="calibration_distribution"
+    )
+
+st.subheader("Threshold explorer")
+bins = 20
+hist = data.risk_histogram(f, bins=bins)
+total = sum(hist)
+grid = [i / bins for i in range(bins + 1)]
+flag_rate = [sum(hist[i:]) / total if total else 0.0 for i in range(bins + 1)]
+false_alarm = []
+for t in grid:
+    above = [r for r in labelled if r["risk"] >= t - 1e-9]
+    fa = sum(r["verdict"] == "false_alarm" for r in above)
+    false_alarm.append(fa / len(above) if above else 0.0)
+current = st.slider(
+    "Flag statements with risk at or above",
+    0.0,
+    1.0,
+    float(data.thresholds()["risk"]),
+    0.05,
+    key="calibration_threshold",
+)
+i = min(bins, int(round(current * bins)))
+t1, t2, t3 = st.columns(3)
+t1.metric("Statements checked", f"{total:,}")
+t2.metric("Flag rate", f"{flag_rate[i]:.1%}")
+t3.metric("False-alarm rate among reviewed flags", f"{false_alarm[i]:.1%}")
+st.plotly_chart(
+    figures.threshold_figure(grid, flag_rate, false_alarm, current=current),
+    key="calibration_thresholds",
+)

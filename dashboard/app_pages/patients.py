@@ -1,0 +1,71 @@
+"""Patients: one patient's answers over time and the entity timeline with contradictions."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import data, figures
+from dashboard.highlight import badge, highlight_html
+from dashboard.sidebar import current_filters
+
+st.title("Patients")
+f = current_filters()
+choices = list(f.patients) or data.patients()
+if not choices:
+    st.info("No patients stored yet.")
+    st.stop()
+pid = st.selectbox("Patient", choices, key="patients_pick")
+if pid is None:
+    st.stop()
+info = data.patient(pid, f)
+answers, contradictions = info["answers"], info["contradictions"]
+
+c = st.columns(4)
+c[0].metric("Answers in range", len(answers))
+c[1].metric("Flagged", sum(a["flagged"] for a in answers))
+c[2].metric("Contradictions", len(contradictions))
+c[3].metric("Entities", len({(m["kind"], m["name"]) for m in info["mentions"]}))
+
+st.plotly_chart(
+    figures.patient_scores_figure(answers, thresholds=data.thresholds()), key="patients_scores"
+)
+st.plotly_chart(figures.entity_timeline_figure(info["mentions"]), key="patients_entities")
+
+st.subheader("Contradictions")
+if not contradictions:
+    st.caption("None found in this range.")
+by_id = {a["id"]: a for a in answers}
+for i, x in enumerate(contradictions):
+    with st.container(border=True):
+        st.html(
+            badge(f"{x['severity'] or ''} {x['check_type']}", "contradicted")
+            + " "
+            + badge(x["entity"] or "", "focus")
+        )
+        if x["explanation"]:
+            st.caption(x["explanation"])
+        if x["current_statement"]:
+            st.html(highlight_html(x["current_statement"], []))
+        cur = by_id.get(x["conversation_id"])
+        if cur and st.button(f"Open answer {cur['external_id']}", key=f"patients_open_{i}"):
+            st.session_state["report_conversation"] = x["conversation_id"]
+            st.switch_page("app_pages/report.py")
+
+st.subheader("Answers")
+st.dataframe(
+    [
+        {
+            "time": a["timestamp"],
+            "answer": a["external_id"],
+            "model": a["model"],
+            "grounding": a["grounding"],
+            "consistency": a["consistency"],
+            "risk": a["risk"],
+            "flagged": a["flagged"],
+            "contradictions": a["contradictions"],
+        }
+        for a in reversed(answers)
+    ],
+    hide_index=True,
+    key="patients_answers",
+)

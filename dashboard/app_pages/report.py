@@ -1,0 +1,215 @@
+"""Query report: one conversation with every check, and a downloadable report."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import data, exports, figures
+from dashboard.highlight import Highlight, badge, find_span, highlight_html, legend
+from dashboard.sidebar import current_filters, reviewer_name
+
+st.title("Query report")
+f = current_filters()
+
+if "report_conversation" not in st.session_state:
+    st.session_state["report_conversation"] = st.query_params.get("id", "")
+
+recent = data.recent(f, limit=200)
+
+
+def _label(r: dict) -> str:
+    risk = "–" if r["risk"] is None else f"{r['risk']:.2f}"
+    flag = " · flagged" if r["flagged"] else ""
+    return (
+        f"{r['timestamp']:%Y-%m-%d %H:%M} · {r['external_id']} · {r['patient_id']} · "
+        f"risk {risk}{flag}"
+    )
+
+
+def _open(conversation_id: str) -> None:
+    st.session_state["report_conversation"] = conversation_id
+    st.session_state["report_typed"] = ""
+    st.session_state["report_pick"] = None
+
+
+labels = {r["id"]: _label(r) for r in recent}
+c1, c2 = st.columns([3, 2])
+picked = c1.selectbox(
+    "Answer (newest first, within the filters)",
+    [None, *labels],
+    format_func=lambda cid: "Choose an answer…" if cid is None else labels[cid],
+    key="report_pick",
+)
+typed = c2.text_input("…or an answer id", key="report_typed")
+if typed.strip():
+    st.session_state["report_conversation"] = typed.strip()
+elif picked:
+    st.session_state["report_conversation"] = picked
+
+cid = st.session_state.get("report_conversation") or ""
+if not cid:
+    st.info("Choose an answer above, or open one from the review queue or the patients page.")
+    st.stop()
+conv = data.conversation(cid)
+if conv is None:
+    st.error("No answer with this id.")
+    st.stop()
+
+seen = st.session_state.setdefault("report_audited", set())
+if conv["id"] not in seen:
+    data.audit(
+        actor=reviewer_name(), action="view", target_type="conversation", target_id=conv["id"]
+    )
+    seen.add(conv["id"])
+
+st.subheader(f"Answer {conv['external_id']}")
+st.caption(
+    f"Patient {conv['patient_id']} · {conv['timestamp']:%Y-%m-%d %H:%M} UTC · model "
+    f"{conv['model']} · risk level {conv['risk_level'] or '–'}"
+    + (f" · checked in {conv['execution_time_ms']} ms" if conv["execution_time_ms"] else "")
+)
+cols = st.columns(5)
+names = {
+    "grounding": "Grounding",
+    "consistency": "Consistency",
+    "confidence": "Confidence",
+    "risk": "Risk (higher is worse)",
+    "quality": "Overall quality",
+}
+for col, (key, label) in zip(cols, names.items(), strict=True):
+    v = conv["scores"][key]
+    col.metric(label, "–" if v is None else f"{v:.2f}")
+for w in conv["warnings"]:
+    st.warning(w)
+
+st.markdown("**Query**")
+st.html(highlight_html(conv["query"], []))
+st.markdown("**Answer, statements coloured by status**")
+if conv["answer"] is None:
+    st.warning("The answer text is not available (purged by the retention policy).")
+else:
+    st.html(
+        highlight_html(
+            conv["answer"], exports.statement_highlights(conv["answer"], conv["statements"])
+        )
+    )
+    st.html(legend(["grounded", "unsupported", "contradicted"]))
+
+st.markdown("**Evidence per statement**")
+sources = {s.get("id"): s.get("text") for s in conv["sources"]}
+for s in conv["statements"]:
+    title = f"#{s['index'] + 1} {s['status']} · {s['method']}"
+    if s["confidence"] is not None:
+        title += f" · confidence {s['confidence']:.2f}"
+    if s.get("review"):
+        title += f" · verdict: {s['review']['verdict']}"
+    with st.expander(title, expanded=s["status"] != "grounded"):
+        st.html(badge(s["status"], s["status"]) + " " + highlight_html(s["text"], [], box=False))
+        if s.get("reason"):
+            st.caption(s["reason"])
+        src = sources.get(s["source_id"])
+        if src is not None:
+            span = (
+                (s["evidence_start"], s["evidence_end"])
+                if s["evidence_start"] is not None and s["evidence_end"] is not None
+                else find_span(src, s.get("evidence"))
+            )
+            kind = "evidence" if s["status"] == "grounded" else "closest"
+            st.caption(f"Source {s['source_id']}")
+            st.html(highlight_html(src, [Highlight(span[0], span[1], kind)] if span else []))
+        elif s.get("evidence"):
+            st.html(highlight_html(s["evidence"], []))
+        else:
+            st.caption("No evidence found in the sources.")
+
+left, right = st.columns(2)
+with left:
+    sc = conv["selfcheck"][0] if conv["selfcheck"] else None
+    if sc is None or sc["status"] != "ok":
+        st.markdown("**SelfCheck**")
+        st.caption(
+            "SelfCheck did not run for this answer"
+            + (f": {sc['status']} ({sc['reason']})" if sc else " (no samples).")
+        )
+    else:
+        st.plotly_chart(figures.selfcheck_figure(sc["sentences"]), key="report_selfcheck")
+        st.caption(
+            f"{sc['method']} over {sc['samples']} samples · passage score "
+            f"{sc['passage_score'] if sc['passage_score'] is not None else '–'}"
+        )
+with right:
+    conf = conv["confidence"][0] if conv["confidence"] else None
+    if conf is None:
+        st.markdown("**Confidence breakdown**")
+        st.caption("No confidence breakdown stored.")
+    else:
+        st.plotly_chart(
+            figures.confidence_figure(
+                {
+                    k: conf[k]
+                    for k in ("retrieval", "source", "extraction", "consistency", "aggregate")
+                }
+            ),
+            key="report_confidence",
+        )
+        if conf.get("explanation"):
+            st.caption(conf["explanation"])
+
+st.markdown("**Contradictions with earlier answers**")
+if not conv["contradictions"]:
+    st.caption("None found.")
+for i, c in enumerate(conv["contradictions"]):
+    with st.container(border=True):
+        st.html(
+            badge(f"{c.get('severity') or ''} {c['check_type']}", "contradicted")
+            + " "
+            + badge(c.get("entity") or "", "focus")
+        )
+        if c.get("explanation"):
+            st.caption(c["explanation"])
+        if c.get("current_statement"):
+            st.html(highlight_html(c["current_statement"], []))
+        prev = c.get("previous")
+        if prev:
+            st.button(
+                f"Open the earlier answer {prev['external_id']} ({prev['timestamp']:%Y-%m-%d})",
+                key=f"report_prev_{i}",
+                on_click=_open,
+                args=(c["previous_conversation_id"],),
+            )
+
+st.markdown("**Every check's status**")
+st.dataframe(
+    [
+        {"check": n, "status": v["status"], "reason": v["reason"] or ""}
+        for n, v in conv["checks"].items()
+    ],
+    hide_index=True,
+    key="report_checks",
+)
+if conv["evidence"]:
+    st.markdown("**Evidence quotes (spec 053)**")
+    st.dataframe(conv["evidence"], hide_index=True, key="report_evidence")
+st.markdown("**Claim audit (SPEC-16)**")
+if conv["claims"]:
+    st.dataframe(conv["claims"], hide_index=True, key="report_claims")
+else:
+    st.caption("No claim audit rows for this answer.")
+
+d1, d2 = st.columns(2)
+d1.download_button(
+    "Download report (HTML)",
+    data=exports.report_html(conv),
+    file_name=f"report-{conv['external_id']}.html",
+    mime="text/html",
+    key="report_download_html",
+    on_click="ignore",
+)
+d2.download_button(
+    "Download report (Markdown)",
+    data=exports.report_markdown(conv),
+    file_name=f"report-{conv['external_id']}.md",
+    mime="text/markdown",
+    key="report_download_md",
+    on_click="ignore",
+)

@@ -1,0 +1,290 @@
+"""The dashboard's login gate, the logged-in user, and what each role may open.
+
+Three modes, chosen by configuration:
+
+- ``oidc``: ``[auth]`` is configured in ``.streamlit/secrets.toml``; users log in with
+  Streamlit's ``st.login`` and get the role the users file gives their e-mail address;
+- ``password``: ``GROUNDWATCH_AUTH_FILE`` names a users file; a login form checks the bcrypt
+  hash;
+- ``none``: nothing configured; the app listens on localhost only (``groundwatch serve``),
+  says so in a banner and treats the local user as an admin.
+
+The router calls :func:`require_login` before anything else; every page also calls
+:func:`guard` with its name, so a page run on its own refuses an anonymous user too.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import streamlit as st
+
+from core.auth import LOCAL_ADMIN, Action, AuthConfigError, User, UserStore
+from core.auth import can as _can
+
+log = logging.getLogger(__name__)
+
+AuthMode = Literal["none", "password", "oidc"]
+
+SESSION_KEY = "auth_user"
+NO_LOGIN_BANNER = "No login configured: listening on localhost only"
+MAX_FAILURES = 5
+LOCKOUT_S = 30.0
+
+# What a user must be allowed to do to open each page (by url path).
+PAGE_ACTIONS: dict[str, Action] = {
+    "overview": "view_aggregates",
+    "calibration": "view_aggregates",
+    "upload": "upload",
+    "review": "view_text",
+    "report": "view_text",
+    "patients": "view_text",
+    "admin": "view_audit",
+}
+
+
+def can(user: User | None, action: Action) -> bool:
+    """Whether ``user`` may perform ``action`` (anonymous users may do nothing)."""
+    return _can(user, action)
+
+
+def can_open(user: User | None, page: str) -> bool:
+    """Whether ``user`` may open the page with url path ``page`` (unknown pages: no)."""
+    action = PAGE_ACTIONS.get(page)
+    return action is not None and can(user, action)
+
+
+def _oidc_configured() -> bool:
+    try:
+        return "auth" in st.secrets
+    except Exception:  # no secrets file, or an unreadable one: not configured
+        return False
+
+
+def _auth_file() -> Path | None:
+    from dashboard import data
+
+    return data.settings().auth_file
+
+
+def auth_mode() -> AuthMode:
+    """How users log in, from the configuration."""
+    if _oidc_configured():
+        return "oidc"
+    if _auth_file() is not None:
+        return "password"
+    return "none"
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _load_store(path: str, mtime_ns: int, size: int) -> UserStore:
+    return UserStore(path)
+
+
+def user_store() -> UserStore:
+    """The users file, re-read when it changes.
+
+    Raises:
+        AuthConfigError: the file is missing or invalid (message names file, user, field).
+    """
+    path = _auth_file()
+    if path is None:
+        raise AuthConfigError("no users file configured (GROUNDWATCH_AUTH_FILE)")
+    try:
+        stat = Path(path).stat()
+    except OSError:
+        raise AuthConfigError(f"users file not found: {path} (GROUNDWATCH_AUTH_FILE)") from None
+    return _load_store(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def current_user() -> User | None:
+    """The logged-in user of this session (the local admin when no login is configured)."""
+    mode = auth_mode()
+    if mode == "none":
+        return LOCAL_ADMIN
+    raw = st.session_state.get(SESSION_KEY)
+    if not isinstance(raw, dict):
+        return None
+    if mode == "oidc" and not _oidc_logged_in():
+        return None
+    if raw.get("source") != ("oidc" if mode == "oidc" else "password"):
+        return None
+    # Re-check against the users file: a removed, disabled or re-roled user loses access.
+    try:
+        store = user_store()
+    except AuthConfigError:
+        return None
+    entry = store.get(str(raw.get("username", "")))
+    if entry is None or entry.disabled:
+        return None
+    user = entry.user
+    return User(user.username, user.role, user.email, user.display_name, raw["source"])
+
+
+def _audit(actor: str, action: str, detail: dict[str, Any] | None = None) -> None:
+    from dashboard import data
+
+    try:
+        data.audit(actor=actor, action=action, target_type="user", target_id=actor)
+    except Exception as exc:  # the login must not fail because the audit store is down
+        log.warning("audit of %s not stored (%s)", action, type(exc).__name__)
+
+
+def _login_form(store: UserStore) -> User | None:
+    box = st.empty()
+    with box.container():
+        st.title("Groundwatch")
+        st.caption("Log in to see how far the answers about your patients can be trusted.")
+        with st.form("auth_login"):
+            username = st.text_input("User name", key="auth_username")
+            password = st.text_input("Password", type="password", key="auth_password")
+            submitted = st.form_submit_button("Log in", type="primary")
+        if not submitted:
+            return None
+        if time.monotonic() < float(st.session_state.get("auth_locked_until", 0.0)):
+            st.error("Too many failed attempts: wait half a minute and try again.")
+            return None
+        user = store.authenticate(username or "", password or "")
+        if user is None:
+            failures = int(st.session_state.get("auth_failures", 0)) + 1
+            st.session_state["auth_failures"] = failures
+            if failures >= MAX_FAILURES:
+                st.session_state["auth_locked_until"] = time.monotonic() + LOCKOUT_S
+                st.session_state["auth_failures"] = 0
+            known = store.get((username or "").strip()) is not None
+            _audit((username or "").strip() if known else "unknown", "login_failed")
+            st.error("Wrong user name or password.")
+            return None
+    box.empty()  # the form disappears; the app is drawn in this same run
+    st.session_state["auth_failures"] = 0
+    st.session_state[SESSION_KEY] = user.to_dict()
+    _audit(user.username, "login")
+    return user
+
+
+def _oidc_logged_in() -> bool:
+    try:
+        return bool(st.user.is_logged_in)
+    except Exception:
+        return False
+
+
+def _oidc_login() -> User | None:
+    if not _oidc_logged_in():
+        st.title("Groundwatch")
+        st.caption("Log in with your organisation's account.")
+        if st.button("Log in", key="auth_oidc_login", type="primary"):
+            try:
+                st.login()
+            except Exception as exc:
+                log.warning("OpenID Connect login unavailable (%s)", type(exc).__name__)
+                st.error(
+                    "OpenID Connect login is configured but cannot start "
+                    f"({type(exc).__name__}); check [auth] in .streamlit/secrets.toml and "
+                    "that Authlib is installed."
+                )
+        return None
+    email = str(st.user.get("email") or "")
+    try:
+        store = user_store()
+    except AuthConfigError:
+        st.error(
+            "Logged in, but no users file says which role you have "
+            "(GROUNDWATCH_AUTH_FILE with your e-mail address)."
+        )
+        return None
+    entry = store.find_by_email(email) if email else None
+    if entry is None or entry.disabled:
+        st.error("Your account is not allowed to use this dashboard. Ask an admin.")
+        st.button("Log out", key="auth_oidc_refused_logout", on_click=st.logout)
+        return None
+    user = User(
+        entry.user.username, entry.user.role, entry.user.email, entry.user.display_name, "oidc"
+    )
+    if st.session_state.get(SESSION_KEY, {}).get("username") != user.username:
+        st.session_state[SESSION_KEY] = user.to_dict()
+        _audit(user.username, "login")
+    return user
+
+
+def require_login() -> User | None:
+    """Return the logged-in user, or draw the login and return None (caller stops).
+
+    With no login configured, shows the localhost banner and returns the local admin. A
+    broken users file refuses everyone (fails closed) with a message naming what is wrong.
+    """
+    mode = auth_mode()
+    if mode == "none":
+        st.info(NO_LOGIN_BANNER, icon=":material/lock_open:")
+        return LOCAL_ADMIN
+    user = current_user()
+    if user is not None:
+        return user
+    st.session_state.pop(SESSION_KEY, None)
+    if mode == "oidc":
+        return _oidc_login()
+    try:
+        store = user_store()
+    except AuthConfigError as exc:
+        st.error(f"Login is configured but the users file cannot be used: {exc}")
+        return None
+    return _login_form(store)
+
+
+def logout() -> None:
+    """End this session's login (and the OIDC session when there is one)."""
+    user = current_user()
+    st.session_state.pop(SESSION_KEY, None)
+    if user is not None and user.source != "local":
+        _audit(user.username, "logout")
+    if auth_mode() == "oidc" and _oidc_logged_in():
+        st.logout()
+
+
+def render_user_box(user: User) -> None:
+    """Who is logged in, with their role and a log-out button (in the sidebar)."""
+    with st.sidebar:
+        st.caption(f"Signed in as **{user.username}** · {user.role}")
+        if user.source != "local":
+            st.button("Log out", key="auth_logout", on_click=logout)
+
+
+def guard(page: str) -> User:
+    """Stop the page unless the session's user may open it; return the user.
+
+    Pages call this first, so that no page shows anything to an anonymous user or to a role
+    it is not meant for, even when run without the router.
+    """
+    user = current_user()
+    if user is None:
+        st.error("Please log in to see this page.")
+        st.stop()
+    if not can_open(user, page):
+        st.error(f"Your role ({user.role}) does not give access to this page.")
+        st.stop()
+    return user
+
+
+def actor() -> str:
+    """The identity stored with verdicts and audit events ('' when nobody is logged in)."""
+    user = current_user()
+    return user.label if user is not None else ""
+
+
+__all__ = [
+    "NO_LOGIN_BANNER",
+    "PAGE_ACTIONS",
+    "actor",
+    "auth_mode",
+    "can",
+    "can_open",
+    "current_user",
+    "guard",
+    "logout",
+    "render_user_box",
+    "require_login",
+    "user_store",
+]

@@ -1,0 +1,786 @@
+"""The dashboard's only Streamlit-aware data layer: one cached engine, cached SQL queries.
+
+Pages never touch the database or the models directly: they call the functions here, which
+run the aggregations of :mod:`core.storage.repo` in SQL and return plain, picklable data
+(dicts, lists, tuples). Reads are cached with ``st.cache_data`` (short ttl, bounded entries)
+keyed by the database URL and the filter values; writes clear the caches they affect. The
+engine and the models are ``st.cache_resource``: loaded once per process.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+import streamlit as st
+
+from core.config import Settings, load_settings
+from core.storage import repo
+from core.storage.db import get_engine, read_session, upgrade_to_head, write_session
+from core.storage.models import Conversation
+from core.text import short_hash
+
+log = logging.getLogger(__name__)
+
+TTL = 60
+SCORE_KEYS = ("grounding", "consistency", "confidence", "risk", "quality")
+
+
+@dataclass(frozen=True, slots=True)
+class FilterState:
+    """The shared sidebar filters: inclusive date range, models, patients (empty = all)."""
+
+    start: date | None = None
+    end: date | None = None
+    models: tuple[str, ...] = ()
+    patients: tuple[str, ...] = ()
+
+    def key(self) -> tuple[Any, ...]:
+        """Hashable cache key."""
+        return (self.start, self.end, self.models, self.patients)
+
+    def previous(self) -> FilterState | None:
+        """The period of the same length just before this one (for KPI deltas)."""
+        if self.start is None or self.end is None:
+            return None
+        days = (self.end - self.start).days + 1
+        return FilterState(
+            self.start - timedelta(days=days),
+            self.start - timedelta(days=1),
+            self.models,
+            self.patients,
+        )
+
+
+def to_filters(key: tuple[Any, ...]) -> repo.Filters:
+    """Repository filters from a :meth:`FilterState.key` (end day inclusive -> exclusive)."""
+    start, end, models, patients = key
+    return repo.Filters(
+        start=datetime.combine(start, time(), tzinfo=UTC) if start else None,
+        end=datetime.combine(end + timedelta(days=1), time(), tzinfo=UTC) if end else None,
+        models=tuple(models),
+        patient_ids=tuple(patients),
+    )
+
+
+# --------------------------------------------------------------------------- resources
+
+
+def settings() -> Settings:
+    """Current settings (read from the environment each run; cheap)."""
+    return load_settings()
+
+
+def database_url() -> str:
+    """The configured database URL."""
+    return settings().database_url
+
+
+@st.cache_resource(show_spinner=False)
+def _engine(url: str) -> Any:
+    upgrade_to_head(url)
+    return get_engine(url)
+
+
+def engine() -> Any:
+    """The one engine of this process for the configured database (migrated once)."""
+    return _engine(database_url())
+
+
+@st.cache_resource(show_spinner="Loading the embedding model…")
+def embedder(model_path: str | None) -> Any:
+    """The MiniLM embedder, loaded once per process; None when it cannot be loaded."""
+    from core.backends.embedder import EmbeddingUnavailableError, get_embedder
+
+    try:
+        return get_embedder(model_path)
+    except EmbeddingUnavailableError as exc:
+        log.warning("embedding model unavailable: %s", type(exc).__name__)
+        return None
+
+
+@st.cache_resource(show_spinner=False)
+def grounding_verifier(use_embedder: bool, threshold: float) -> Any:
+    """A grounding verifier (semantic tier only with the embedder), built once."""
+    from core.grounding import GroundingVerifier
+
+    emb = embedder(settings().embedding_model) if use_embedder else None
+    return GroundingVerifier(embedder=emb, grounding_threshold=threshold)
+
+
+@st.cache_resource(show_spinner="Loading the checks…")
+def _pipeline(url: str) -> Any:
+    from core.pipeline import QualityPipeline
+
+    return QualityPipeline(settings=load_settings(database_url=url), engine=_engine(url))
+
+
+def pipeline() -> Any:
+    """The quality pipeline of this process (models loaded once)."""
+    return _pipeline(database_url())
+
+
+# --------------------------------------------------------------------------- sidebar
+
+
+@st.cache_data(ttl=TTL, max_entries=16, show_spinner=False)
+def _bounds(url: str) -> tuple[date | None, date | None]:
+    with read_session(_engine(url)) as s:
+        lo, hi = repo.date_bounds(session=s)
+    return (lo.date() if lo else None, hi.date() if hi else None)
+
+
+def date_bounds() -> tuple[date | None, date | None]:
+    """First and last day with stored answers."""
+    return _bounds(database_url())
+
+
+@st.cache_data(ttl=TTL, max_entries=16, show_spinner=False)
+def _models(url: str) -> list[str]:
+    with read_session(_engine(url)) as s:
+        return repo.list_models(session=s)
+
+
+def models() -> list[str]:
+    """Models that produced stored answers."""
+    return _models(database_url())
+
+
+@st.cache_data(ttl=TTL, max_entries=16, show_spinner=False)
+def _patients(url: str) -> list[str]:
+    with read_session(_engine(url)) as s:
+        return repo.list_patients(session=s)
+
+
+def patients() -> list[str]:
+    """All patient ids."""
+    return _patients(database_url())
+
+
+# --------------------------------------------------------------------------- overview
+
+
+def _trend_row(p: Any) -> dict[str, Any]:
+    return {
+        "period": p.period,
+        "conversations": p.conversations,
+        "flagged": p.flagged,
+        "flagged_share": p.flagged_share,
+        "grounding": p.grounding,
+        "consistency": p.consistency,
+        "confidence": p.confidence,
+        "risk": p.risk,
+        "quality": p.quality,
+    }
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _trend(url: str, key: tuple[Any, ...], granularity: str) -> list[dict[str, Any]]:
+    with read_session(_engine(url)) as s:
+        points = repo.quality_trend(
+            session=s,
+            filters=to_filters(key),
+            granularity="week" if granularity == "week" else "day",
+        )
+    return [_trend_row(p) for p in points]
+
+
+def trend(f: FilterState, granularity: str) -> list[dict[str, Any]]:
+    """Scores, volume and flagged share per day or week (aggregated in SQL)."""
+    return _trend(database_url(), f.key(), granularity)
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _kpis(url: str, key: tuple[Any, ...]) -> dict[str, Any]:
+    with read_session(_engine(url)) as s:
+        k = repo.kpis(session=s, filters=to_filters(key))
+    return {
+        "conversations": k.conversations,
+        "flagged": k.flagged,
+        "flagged_share": k.flagged_share,
+        "grounding": k.grounding,
+        "consistency": k.consistency,
+        "confidence": k.confidence,
+        "risk": k.risk,
+        "quality": k.quality,
+    }
+
+
+def kpis(f: FilterState) -> dict[str, Any]:
+    """Headline numbers over the filters."""
+    return _kpis(database_url(), f.key())
+
+
+# --------------------------------------------------------------------------- review queue
+
+
+def _flagged_row(x: repo.FlaggedStatement) -> dict[str, Any]:
+    return {
+        "statement_check_id": x.statement_check_id,
+        "conversation_id": x.conversation_id,
+        "external_id": x.external_id,
+        "patient_id": x.patient_id,
+        "model": x.model,
+        "timestamp": x.timestamp,
+        "statement": x.statement,
+        "statement_index": x.statement_index,
+        "start": x.start,
+        "end": x.end,
+        "status": x.status,
+        "method": x.method,
+        "confidence": x.confidence,
+        "risk": x.risk,
+        "reason": x.reason,
+        "source_chunk_id": x.source_chunk_id,
+        "evidence": x.evidence,
+        "evidence_start": x.evidence_start,
+        "evidence_end": x.evidence_end,
+        "verdict": x.verdict,
+        "reviewer": x.reviewer,
+    }
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _flagged(
+    url: str,
+    key: tuple[Any, ...],
+    statuses: tuple[str, ...],
+    review_state: str,
+    offset: int,
+    limit: int,
+) -> tuple[list[dict[str, Any]], int]:
+    state: repo.ReviewState = (
+        "unreviewed"
+        if review_state == "unreviewed"
+        else "reviewed"
+        if review_state == "reviewed"
+        else "all"
+    )
+    with read_session(_engine(url)) as s:
+        rows, total = repo.review_queue(
+            session=s,
+            filters=to_filters(key),
+            statuses=statuses,
+            review_state=state,
+            offset=offset,
+            limit=limit,
+        )
+    return [_flagged_row(r) for r in rows], total
+
+
+def flagged(
+    f: FilterState,
+    *,
+    statuses: tuple[str, ...] = ("unsupported", "contradicted"),
+    review_state: str = "unreviewed",
+    offset: int = 0,
+    limit: int = 25,
+) -> tuple[list[dict[str, Any]], int]:
+    """One page of flagged statements, riskiest first, and the total count."""
+    return _flagged(database_url(), f.key(), tuple(statuses), review_state, offset, limit)
+
+
+def queue_rows(
+    f: FilterState,
+    *,
+    statuses: tuple[str, ...] = ("unsupported", "contradicted"),
+    review_state: str = "all",
+    cap: int = 50_000,
+) -> list[dict[str, Any]]:
+    """The whole queue under the filters (up to ``cap`` rows), for the CSV export."""
+    out: list[dict[str, Any]] = []
+    page = 2_000
+    state: repo.ReviewState = (
+        "unreviewed"
+        if review_state == "unreviewed"
+        else "reviewed"
+        if review_state == "reviewed"
+        else "all"
+    )
+    with read_session(engine()) as s:
+        while len(out) < cap:
+            rows, _ = repo.review_queue(
+                session=s,
+                filters=to_filters(f.key()),
+                statuses=statuses,
+                review_state=state,
+                offset=len(out),
+                limit=min(page, cap - len(out)),
+            )
+            out.extend(_flagged_row(r) for r in rows)
+            if len(rows) < page:
+                break
+    return out
+
+
+def save_verdict(*, statement_check_id: int, reviewer: str, verdict: str, note: str) -> int:
+    """Store a verdict (with who and when) and an audit event; clear affected caches.
+
+    Raises:
+        ValueError: empty reviewer or unknown verdict. LookupError: unknown statement.
+    """
+    if verdict not in repo.VERDICTS:
+        raise ValueError(f"verdict must be one of {', '.join(repo.VERDICTS)}")
+    with write_session(engine()) as s:
+        review = repo.create_review(
+            session=s,
+            statement_check_id=statement_check_id,
+            reviewer=reviewer,
+            verdict=verdict,  # type: ignore[arg-type]
+            note=note.strip() or None,
+        )
+        repo.record_audit(
+            session=s,
+            actor=reviewer.strip(),
+            action="review",
+            target_type="statement_check",
+            target_id=str(statement_check_id),
+            detail={"verdict": verdict, "note_chars": len(note.strip())},
+        )
+        review_id = int(review.id or 0)
+    for fn in (_flagged, _reviewed, _reviews_export, _conversation):
+        fn.clear()
+    log.info("verdict stored statement=%d verdict=%s", statement_check_id, verdict)
+    return review_id
+
+
+def audit(*, actor: str, action: str, target_type: str, target_id: str) -> None:
+    """Append an audit event (no patient text)."""
+    with write_session(engine()) as s:
+        repo.record_audit(
+            session=s,
+            actor=actor or "anonymous",
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+        )
+
+
+@st.cache_data(ttl=TTL, max_entries=8, show_spinner=False)
+def _reviews_export(url: str) -> list[dict[str, Any]]:
+    with read_session(_engine(url)) as s:
+        return [
+            {
+                "review_id": r.id,
+                "statement_check_id": r.statement_check_id,
+                "conversation_id": r.conversation_id,
+                "reviewer": r.reviewer,
+                "verdict": r.verdict,
+                "note": r.note,
+                "created_at": r.created_at.isoformat(),
+            }
+            for r in repo.list_reviews(session=s)
+        ]
+
+
+def reviews_export() -> list[dict[str, Any]]:
+    """All verdicts, newest first (for CSV export)."""
+    return _reviews_export(database_url())
+
+
+# --------------------------------------------------------------------------- query report
+
+
+def _status_dict(value: Any) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for name, v in (value or {}).items():
+        if isinstance(v, dict):
+            out[name] = {"status": v.get("status"), "reason": v.get("reason")}
+        else:
+            text = str(v)
+            status, _, reason = text.partition(" (")
+            out[name] = {"status": status, "reason": reason.rstrip(")") or None}
+    return out
+
+
+@st.cache_data(ttl=TTL, max_entries=128, show_spinner=False)
+def _conversation(url: str, conversation_id: str) -> dict[str, Any] | None:
+    with read_session(_engine(url)) as s:
+        d = repo.get_conversation(session=s, conversation_id=conversation_id)
+        if d is None:
+            return None
+        c = d.conversation
+        reviews_by_statement: dict[int, dict[str, Any]] = {}
+        for r in d.reviews:
+            if r.statement_check_id is not None:
+                reviews_by_statement[int(r.statement_check_id)] = {
+                    "verdict": r.verdict,
+                    "reviewer": r.reviewer,
+                    "at": r.created_at,
+                }
+        previous_ids = {
+            x.previous_conversation_id for x in d.consistency if x.previous_conversation_id
+        }
+        previous: dict[str, dict[str, Any]] = {}
+        for pid in previous_ids:
+            prev = s.get(Conversation, pid)
+            if prev is not None:
+                previous[pid] = {"external_id": prev.external_id, "timestamp": prev.query_timestamp}
+        return {
+            "id": c.id,
+            "external_id": c.external_id,
+            "patient_id": c.patient_id,
+            "timestamp": c.query_timestamp,
+            "model": c.model_used,
+            "query": c.query,
+            "answer": c.answer,
+            "sources": list(c.sources or []),
+            "scores": {
+                "grounding": c.grounding_score,
+                "consistency": c.consistency_score,
+                "confidence": c.confidence_score,
+                "risk": c.hallucination_risk,
+                "quality": c.overall_quality,
+            },
+            "risk_level": c.risk_level,
+            "is_flagged": c.is_flagged,
+            "warnings": list(c.warnings or []),
+            "checks": _status_dict(c.check_status),
+            "execution_time_ms": c.execution_time_ms,
+            "text_purged": c.text_purged_at is not None,
+            "statements": [
+                {
+                    "id": int(x.id or 0),
+                    "index": x.statement_index,
+                    "text": x.statement,
+                    "start": x.start,
+                    "end": x.end,
+                    "status": x.status,
+                    "method": x.verification_method,
+                    "confidence": x.grounding_confidence,
+                    "risk": x.risk,
+                    "reason": x.reason,
+                    "source_id": x.source_chunk_id,
+                    "evidence": x.supporting_evidence,
+                    "evidence_start": x.evidence_start,
+                    "evidence_end": x.evidence_end,
+                    "review": reviews_by_statement.get(int(x.id or 0)),
+                }
+                for x in d.statements
+            ],
+            "contradictions": [
+                {
+                    "check_type": x.check_type,
+                    "severity": x.severity,
+                    "entity": x.entity,
+                    "explanation": x.inconsistency_description,
+                    "current_statement": x.current_statement,
+                    "previous_statement": x.previous_statement,
+                    "previous_conversation_id": x.previous_conversation_id,
+                    "previous": previous.get(x.previous_conversation_id or ""),
+                }
+                for x in d.consistency
+                if not x.is_consistent
+            ],
+            "confidence": [
+                {
+                    "index": x.extraction_index,
+                    "retrieval": x.retrieval_confidence,
+                    "source": x.source_confidence,
+                    "extraction": x.extraction_confidence,
+                    "consistency": x.consistency_confidence,
+                    "aggregate": x.aggregate_confidence,
+                    "uncertainty": x.uncertainty_level,
+                    "explanation": x.uncertainty_explanation,
+                }
+                for x in d.confidence
+            ],
+            "evidence": [
+                {
+                    "mode": x.mode,
+                    "status": x.status,
+                    "extracted": x.extracted_count,
+                    "validated": x.validated_count,
+                    "rejected": x.rejected_count,
+                    "rejected_by_domain": x.rejected_by_domain,
+                    "failure_category": x.failure_category,
+                }
+                for x in d.evidence
+            ],
+            "selfcheck": [
+                {
+                    "method": x.method,
+                    "status": x.status,
+                    "reason": x.reason,
+                    "samples": x.sample_count,
+                    "sentences": _sentences(x.sentence_scores),
+                    "passage_score": x.passage_score,
+                    "risk_score": x.risk_score,
+                    "risk_level": x.risk_level,
+                }
+                for x in d.selfcheck
+            ],
+            "claims": [
+                {
+                    "claim_id": x.claim_id,
+                    "claim": x.claim_text,
+                    "evidence_ids": x.evidence_ids,
+                    "evidence_support": x.evidence_support,
+                    "evidence_dependence": x.evidence_dependence,
+                    "consistency": x.consistency_score,
+                    "confidence_justified": x.confidence_justified,
+                    "gap_bits": x.evidence_gap_bits,
+                    "flagged": x.is_flagged,
+                    "flag_reason": x.flag_reason,
+                    "gap_type": x.gap_type,
+                }
+                for x in d.claims
+            ],
+        }
+
+
+def _sentences(value: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i, item in enumerate(value or []):
+        if isinstance(item, dict):
+            out.append(
+                {
+                    "index": item.get("index", i),
+                    "text": item.get("text"),
+                    "score": item.get("score"),
+                }
+            )
+        elif isinstance(item, int | float):
+            out.append({"index": i, "text": None, "score": float(item)})
+    return out
+
+
+def conversation(conversation_id: str) -> dict[str, Any] | None:
+    """One conversation with every check (by id or external id), or None."""
+    return _conversation(database_url(), conversation_id)
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _recent(url: str, key: tuple[Any, ...], limit: int) -> list[dict[str, Any]]:
+    with read_session(_engine(url)) as s:
+        rows = repo.recent_conversations(session=s, filters=to_filters(key), limit=limit)
+        return [
+            {
+                "id": c.id,
+                "external_id": c.external_id,
+                "patient_id": c.patient_id,
+                "timestamp": c.query_timestamp,
+                "model": c.model_used,
+                "risk": c.hallucination_risk,
+                "flagged": c.is_flagged,
+            }
+            for c in rows
+        ]
+
+
+def recent(f: FilterState, limit: int = 200) -> list[dict[str, Any]]:
+    """Newest conversations matching the filters (for the report picker)."""
+    return _recent(database_url(), f.key(), limit)
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _reviewed(url: str, key: tuple[Any, ...]) -> list[dict[str, Any]]:
+    with read_session(_engine(url)) as s:
+        return [
+            {
+                "statement_check_id": r.statement_check_id,
+                "status": r.status,
+                "method": r.method,
+                "confidence": r.confidence,
+                "risk": r.risk,
+                "verdict": r.verdict,
+                "reviewer": r.reviewer,
+                "reviewed_at": r.reviewed_at,
+            }
+            for r in repo.reviewed_statements(session=s, filters=to_filters(key))
+        ]
+
+
+def reviewed(f: FilterState) -> list[dict[str, Any]]:
+    """Latest verdict per reviewed statement, with the detector's scores."""
+    return _reviewed(database_url(), f.key())
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _risk_histogram(url: str, key: tuple[Any, ...], bins: int) -> list[int]:
+    with read_session(_engine(url)) as s:
+        return repo.statement_risk_histogram(session=s, filters=to_filters(key), bins=bins)
+
+
+def risk_histogram(f: FilterState, bins: int = 20) -> list[int]:
+    """Counts of all statements per risk bin (for flag rates at any threshold)."""
+    return _risk_histogram(database_url(), f.key(), bins)
+
+
+# --------------------------------------------------------------------------- patients
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _patient(url: str, patient_id: str, key: tuple[Any, ...]) -> dict[str, Any]:
+    f = to_filters(key)
+    with read_session(_engine(url)) as s:
+        history = repo.patient_history(session=s, patient_id=patient_id)
+        contradictions = repo.patient_contradictions(session=s, patient_id=patient_id)
+        mentions = repo.entity_timeline(session=s, patient_id=patient_id)
+    per_conv = Counter(c.current_conversation_id for c in contradictions)
+    contradicted = {(c.current_conversation_id, (c.entity or "").lower()) for c in contradictions}
+
+    def inside(ts: datetime) -> bool:
+        return (f.start is None or ts >= f.start) and (f.end is None or ts < f.end)
+
+    answers = [
+        {
+            "id": c.id,
+            "external_id": c.external_id,
+            "timestamp": c.query_timestamp,
+            "model": c.model_used,
+            "query": c.query,
+            "grounding": c.grounding_score,
+            "consistency": c.consistency_score,
+            "confidence": c.confidence_score,
+            "risk": c.hallucination_risk,
+            "flagged": c.is_flagged,
+            "contradictions": per_conv.get(c.id, 0),
+        }
+        for c in history
+        if inside(c.query_timestamp) and (not f.models or c.model_used in f.models)
+    ]
+    ids = {a["id"] for a in answers}
+    return {
+        "answers": answers,
+        "mentions": [
+            {
+                "at": e.at,
+                "kind": e.kind,
+                "name": e.name,
+                "assertion": e.assertion,
+                "action": e.action,
+                "dose": e.dose,
+                "frequency": e.frequency,
+                "conversation_id": e.conversation_id,
+                "contradicted": (e.conversation_id, e.name.lower()) in contradicted,
+            }
+            for e in mentions
+            if e.kind in ("medication", "condition", "allergy") and e.conversation_id in ids
+        ],
+        "contradictions": [
+            {
+                "at": c.checked_at,
+                "conversation_id": c.current_conversation_id,
+                "previous_conversation_id": c.previous_conversation_id,
+                "check_type": c.check_type,
+                "severity": c.severity,
+                "entity": c.entity,
+                "explanation": c.inconsistency_description,
+                "current_statement": c.current_statement,
+                "previous_statement": c.previous_statement,
+            }
+            for c in contradictions
+            if c.current_conversation_id in ids
+        ],
+    }
+
+
+def patient(patient_id: str, f: FilterState) -> dict[str, Any]:
+    """One patient's answers, entity timeline and contradictions within the filters."""
+    return _patient(database_url(), patient_id, f.key())
+
+
+def log_safe(text: str | None) -> str:
+    """How record text may appear in a log line: its length and short hash only."""
+    return f"len={len(text or '')} sha={short_hash(text or '')}"
+
+
+SCORE_THRESHOLDS_KEYS = {
+    "grounding": "grounding_score_threshold",
+    "consistency": "consistency_score_threshold",
+    "confidence": "confidence_score_threshold",
+    "risk": "hallucination_risk_threshold",
+}
+
+
+def thresholds() -> dict[str, float]:
+    """The four score thresholds from the settings."""
+    s = settings()
+    return {k: float(getattr(s, v)) for k, v in SCORE_THRESHOLDS_KEYS.items()}
+
+
+def clear_all() -> None:
+    """Forget every cached query (after a write that changes aggregates)."""
+    st.cache_data.clear()
+
+
+# --------------------------------------------------------------------------- upload
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def ground_evidence(
+    transcript: str, evidence: dict[str, list[str]], mode: str, threshold: float
+) -> dict[str, Any]:
+    """Spec 053 quote grounding of uploaded evidence in an uploaded transcript."""
+    from core.evidence import EvidenceGrounder
+
+    grounder = EvidenceGrounder(
+        mode="fuzzy" if mode == "fuzzy" else "substring", threshold=threshold
+    )
+    return grounder.check(evidence, transcript).to_dict()
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner="Grounding the answer…")
+def ground_answer(answer: str, transcript: str, use_embedder: bool) -> dict[str, Any]:
+    """Answer grounding of an uploaded answer against the uploaded transcript.
+
+    Raises:
+        ValueError: the answer holds no statement.
+    """
+    from core.grounding import SourceChunk
+
+    verifier = grounding_verifier(use_embedder, thresholds()["grounding"])
+    source = SourceChunk(id="transcript", text=transcript, type="transcript")
+    return verifier.verify(answer, [source]).to_dict()
+
+
+def save_upload(
+    *,
+    record_id: str,
+    patient_id: str,
+    model: str,
+    query: str,
+    answer: str,
+    transcript: str,
+    evidence: dict[str, list[str]] | None,
+    actor: str,
+) -> dict[str, Any]:
+    """Run the uploaded answer through the pipeline and store it as a conversation.
+
+    Raises:
+        ValueError: a field is invalid (message names the field).
+    """
+    from core.records import parse_record
+
+    s = settings()
+    record = parse_record(
+        {
+            "id": record_id,
+            "patient_id": patient_id,
+            "timestamp": datetime.now(UTC).isoformat(),
+            "query": query,
+            "answer": answer,
+            "sources": [{"id": "transcript", "text": transcript, "type": "transcript"}],
+            "model": model or "unknown",
+            "evidence": evidence,
+        },
+        max_text_chars=s.max_transcript_chars,
+    )
+    report = pipeline().process(record)
+    audit(
+        actor=actor, action="upload", target_type="conversation", target_id=report.conversation_id
+    )
+    clear_all()
+    log.info("upload stored as conversation %s (%s)", report.conversation_id, log_safe(answer))
+    return {
+        "conversation_id": report.conversation_id,
+        "store_status": report.store_status,
+        "is_flagged": report.is_flagged,
+    }

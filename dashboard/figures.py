@@ -1,0 +1,406 @@
+"""Pure figure builders: plain data in, a plotly Figure out (no Streamlit, no database).
+
+Rows are plain mappings (as ``dashboard.data`` returns them), so every builder is easy to test
+and to reuse outside the app. Scores are in [0, 1]; grounding, consistency and confidence are
+higher-better, hallucination risk is higher-worse, and the charts say so in their titles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+Row = Mapping[str, Any]
+
+#: Calm palette shared by all charts.
+COLORS: dict[str, str] = {
+    "grounding": "#2e6f9e",
+    "consistency": "#3f8f6b",
+    "confidence": "#8a6bb0",
+    "risk": "#c0503a",
+    "quality": "#5b6b7a",
+    "volume": "#9fb3c8",
+    "flagged": "#c98a00",
+    "confirmed": "#b03030",
+    "false_alarm": "#2e8b57",
+    "unsure": "#8a8f98",
+    "threshold": "#7a7f87",
+}
+
+SCORE_TITLES: dict[str, str] = {
+    "grounding": "Grounding (higher is better)",
+    "consistency": "Consistency (higher is better)",
+    "confidence": "Confidence (higher is better)",
+    "risk": "Hallucination risk (higher is worse)",
+}
+
+_LAYOUT: dict[str, Any] = {
+    "template": "plotly_white",
+    "margin": {"l": 40, "r": 20, "t": 50, "b": 40},
+    "font": {"size": 12},
+    "legend": {"orientation": "h", "y": -0.15},
+}
+
+
+def _empty(title: str, message: str = "No data for these filters") -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_layout(title=title, xaxis={"visible": False}, yaxis={"visible": False}, **_LAYOUT)
+    return fig
+
+
+def score_trends_figure(
+    points: Sequence[Row], *, thresholds: Mapping[str, float], height: int = 520
+) -> go.Figure:
+    """Four small charts (grounding, consistency, confidence, risk) with threshold lines.
+
+    Args:
+        points: rows with ``period`` and the four score averages (None where unscored).
+        thresholds: ``{metric: threshold}``; each chart draws its threshold as a dashed line.
+    """
+    if not points:
+        return _empty("Scores over time")
+    metrics = list(SCORE_TITLES)
+    fig = make_subplots(
+        rows=2, cols=2, subplot_titles=[SCORE_TITLES[m] for m in metrics], shared_xaxes=True
+    )
+    x = [p["period"] for p in points]
+    for i, metric in enumerate(metrics):
+        row, col = i // 2 + 1, i % 2 + 1
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[p.get(metric) for p in points],
+                mode="lines+markers",
+                name=metric,
+                line={"color": COLORS[metric], "width": 2},
+                marker={"size": 4},
+                connectgaps=False,
+                showlegend=False,
+            ),
+            row=row,
+            col=col,
+        )
+        if metric in thresholds:
+            fig.add_hline(
+                y=thresholds[metric],
+                line={"dash": "dash", "color": COLORS["threshold"], "width": 1},
+                annotation_text=f"threshold {thresholds[metric]:.2f}",
+                annotation_position="top left",
+                annotation_font_size=10,
+                row=row,
+                col=col,
+            )
+        fig.update_yaxes(range=[0, 1.02], row=row, col=col)
+    fig.update_layout(height=height, **_LAYOUT)
+    return fig
+
+
+def volume_figure(points: Sequence[Row], *, height: int = 300) -> go.Figure:
+    """Answers per period (bars) and the share flagged (line, right axis; higher is worse)."""
+    if not points:
+        return _empty("Volume and share flagged")
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    x = [p["period"] for p in points]
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=[p["conversations"] for p in points],
+            name="answers",
+            marker_color=COLORS["volume"],
+        ),
+        secondary_y=False,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=[p["flagged_share"] for p in points],
+            name="share flagged",
+            mode="lines+markers",
+            line={"color": COLORS["flagged"], "width": 2},
+            marker={"size": 4},
+        ),
+        secondary_y=True,
+    )
+    fig.update_yaxes(title_text="answers", secondary_y=False)
+    fig.update_yaxes(title_text="share flagged", range=[0, 1], secondary_y=True)
+    fig.update_layout(title="Volume and share flagged", height=height, **_LAYOUT)
+    return fig
+
+
+def reliability_figure(
+    mean_predicted: Sequence[float],
+    fraction_positive: Sequence[float],
+    counts: Sequence[int],
+    *,
+    label: str = "detector",
+) -> go.Figure:
+    """Reliability diagram: predicted probability vs observed frequency, with the diagonal."""
+    if not mean_predicted:
+        return _empty("Reliability diagram", "No reviewed statements yet")
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[0, 1],
+            y=[0, 1],
+            mode="lines",
+            name="perfect calibration",
+            line={"dash": "dash", "color": COLORS["threshold"]},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=list(mean_predicted),
+            y=list(fraction_positive),
+            mode="lines+markers",
+            name=label,
+            marker={"size": [6 + min(int(c), 200) ** 0.5 * 2 for c in counts]},
+            text=[f"{int(c)} statements" for c in counts],
+            line={"color": COLORS["risk"]},
+        )
+    )
+    fig.update_layout(
+        title="Reliability diagram",
+        xaxis={"title": "predicted probability of hallucination", "range": [0, 1]},
+        yaxis={"title": "share confirmed by reviewers", "range": [0, 1]},
+        height=380,
+        **_LAYOUT,
+    )
+    return fig
+
+
+def score_by_verdict_figure(rows: Sequence[Row], *, score: str = "risk") -> go.Figure:
+    """Histogram of a statement score (e.g. risk, higher is worse) per reviewer verdict."""
+    if not rows:
+        return _empty("Scores by verdict", "No reviewed statements yet")
+    fig = go.Figure()
+    for verdict in ("confirmed", "false_alarm", "unsure"):
+        values = [r[score] for r in rows if r["verdict"] == verdict and r.get(score) is not None]
+        if values:
+            fig.add_trace(
+                go.Histogram(
+                    x=values,
+                    name=verdict.replace("_", " "),
+                    marker_color=COLORS[verdict],
+                    opacity=0.7,
+                    xbins={"start": 0, "end": 1.0001, "size": 0.05},
+                )
+            )
+    fig.update_layout(
+        barmode="overlay",
+        title=f"Statement {score} by verdict",
+        xaxis={"title": score, "range": [0, 1]},
+        yaxis={"title": "statements"},
+        height=340,
+        **_LAYOUT,
+    )
+    return fig
+
+
+def threshold_figure(
+    thresholds: Sequence[float],
+    flag_rate: Sequence[float],
+    false_alarm_rate: Sequence[float],
+    *,
+    current: float | None = None,
+) -> go.Figure:
+    """Flag rate and false-alarm rate (both lower is calmer) as the risk threshold moves."""
+    if not thresholds:
+        return _empty("Threshold explorer", "No reviewed statements yet")
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=list(thresholds),
+            y=list(flag_rate),
+            name="flag rate",
+            mode="lines",
+            line={"color": COLORS["flagged"]},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=list(thresholds),
+            y=list(false_alarm_rate),
+            name="false-alarm rate among flagged",
+            mode="lines",
+            line={"color": COLORS["false_alarm"]},
+        )
+    )
+    if current is not None:
+        fig.add_vline(x=current, line={"dash": "dot", "color": COLORS["threshold"]})
+    fig.update_layout(
+        title="Threshold explorer",
+        xaxis={"title": "risk threshold (flag when risk >= threshold)", "range": [0, 1]},
+        yaxis={"title": "rate", "range": [0, 1.02]},
+        height=340,
+        **_LAYOUT,
+    )
+    return fig
+
+
+def patient_scores_figure(rows: Sequence[Row], *, thresholds: Mapping[str, float]) -> go.Figure:
+    """One patient's answers over time: grounding and consistency (higher is better), risk
+    (higher is worse); answers with a contradiction are marked with a red cross."""
+    if not rows:
+        return _empty("Answers over time", "No answers for this patient")
+    fig = go.Figure()
+    x = [r["timestamp"] for r in rows]
+    for metric in ("grounding", "consistency", "risk"):
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=[r.get(metric) for r in rows],
+                name=SCORE_TITLES[metric],
+                mode="lines+markers",
+                line={"color": COLORS[metric]},
+                marker={"size": 6},
+            )
+        )
+    marked = [r for r in rows if r.get("contradictions")]
+    if marked:
+        fig.add_trace(
+            go.Scatter(
+                x=[r["timestamp"] for r in marked],
+                y=[r.get("consistency") or 0.0 for r in marked],
+                name="contradiction",
+                mode="markers",
+                marker={"symbol": "x", "size": 12, "color": COLORS["confirmed"]},
+                text=[f"{r['contradictions']} contradiction(s)" for r in marked],
+            )
+        )
+    if "consistency" in thresholds:
+        fig.add_hline(
+            y=thresholds["consistency"],
+            line={"dash": "dash", "color": COLORS["threshold"], "width": 1},
+        )
+    fig.update_layout(title="Answers over time", yaxis={"range": [0, 1.02]}, height=360, **_LAYOUT)
+    return fig
+
+
+_ASSERTION_SYMBOL = {
+    "present": "circle",
+    "negated": "circle-open",
+    "historical": "square-open",
+    "family": "diamond-open",
+    "hypothetical": "triangle-up-open",
+}
+_ACTION_SYMBOL = {
+    "started": "triangle-up",
+    "stopped": "triangle-down",
+    "increased": "arrow-up",
+    "decreased": "arrow-down",
+}
+_KIND_COLOR = {"medication": "#2e6f9e", "condition": "#3f8f6b", "allergy": "#c0503a"}
+
+
+def entity_timeline_figure(rows: Sequence[Row]) -> go.Figure:
+    """The patient's clinical entities over time, one line per entity.
+
+    Rows carry ``at``, ``kind``, ``name``, ``assertion``, ``action`` and ``contradicted``;
+    stopped drugs point down, started drugs up, denials are hollow, contradictions get a red
+    ring.
+    """
+    if not rows:
+        return _empty("Entity timeline", "No medications, diagnoses or allergies recorded")
+    fig = go.Figure()
+    labels = sorted({f"{r['kind']}: {r['name']}" for r in rows})
+    for kind in sorted({r["kind"] for r in rows}):
+        sub = [r for r in rows if r["kind"] == kind]
+        fig.add_trace(
+            go.Scatter(
+                x=[r["at"] for r in sub],
+                y=[f"{r['kind']}: {r['name']}" for r in sub],
+                mode="markers",
+                name=kind,
+                marker={
+                    "size": 11,
+                    "color": _KIND_COLOR.get(kind, COLORS["quality"]),
+                    "symbol": [
+                        _ACTION_SYMBOL.get(r.get("action") or "")
+                        or _ASSERTION_SYMBOL.get(r.get("assertion") or "", "circle")
+                        for r in sub
+                    ],
+                    "line": {
+                        "width": [3 if r.get("contradicted") else 0 for r in sub],
+                        "color": COLORS["confirmed"],
+                    },
+                },
+                text=[
+                    " ".join(
+                        str(v) for v in (r.get("assertion"), r.get("action"), r.get("dose")) if v
+                    )
+                    for r in sub
+                ],
+                hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title="Entity timeline (red ring: contradicted)",
+        height=max(300, 28 * len(labels) + 120),
+        yaxis={"categoryorder": "array", "categoryarray": labels},
+        **_LAYOUT,
+    )
+    return fig
+
+
+def selfcheck_figure(sentences: Sequence[Row], *, threshold: float | None = None) -> go.Figure:
+    """SelfCheck sentence scores (higher is worse: the samples disagree with the sentence)."""
+    if not sentences:
+        return _empty("SelfCheck sentence scores", "No SelfCheck result for this answer")
+    fig = go.Figure(
+        go.Bar(
+            x=[f"#{int(s.get('index', i)) + 1}" for i, s in enumerate(sentences)],
+            y=[s.get("score") for s in sentences],
+            marker_color=COLORS["risk"],
+        )
+    )
+    if threshold is not None:
+        fig.add_hline(y=threshold, line={"dash": "dash", "color": COLORS["threshold"]})
+    fig.update_layout(
+        title="SelfCheck sentence scores (higher is worse)",
+        yaxis={"range": [0, 1.02], "title": "score"},
+        xaxis={"title": "sentence"},
+        height=280,
+        **_LAYOUT,
+    )
+    return fig
+
+
+def confidence_figure(parts: Mapping[str, float | None]) -> go.Figure:
+    """Confidence breakdown by component (higher is better)."""
+    items = [(k, v) for k, v in parts.items() if v is not None]
+    if not items:
+        return _empty("Confidence breakdown", "No confidence breakdown stored")
+    fig = go.Figure(
+        go.Bar(
+            y=[k.replace("_", " ") for k, _ in items],
+            x=[v for _, v in items],
+            orientation="h",
+            marker_color=COLORS["confidence"],
+        )
+    )
+    fig.update_layout(
+        title="Confidence breakdown (higher is better)",
+        xaxis={"range": [0, 1]},
+        height=60 + 40 * len(items),
+        **_LAYOUT,
+    )
+    return fig
+
+
+__all__ = [
+    "COLORS",
+    "SCORE_TITLES",
+    "confidence_figure",
+    "entity_timeline_figure",
+    "patient_scores_figure",
+    "reliability_figure",
+    "score_by_verdict_figure",
+    "score_trends_figure",
+    "selfcheck_figure",
+    "threshold_figure",
+    "volume_figure",
+]

@@ -1,0 +1,135 @@
+"""Escaped-HTML highlighting of record text (answers, sources, transcripts).
+
+Every character of record text goes through :func:`html.escape` before it reaches the page;
+the only markup is the ``<mark>``/``<span>`` wrappers built here, with styles from a fixed
+palette. An answer containing ``<script>`` therefore shows as text. Pure functions, no
+Streamlit: the pages pass the result to ``st.html``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal[
+    "grounded", "unsupported", "contradicted", "evidence", "closest", "rejected", "focus"
+]
+
+#: Fixed styles per highlight kind (never built from record text).
+STYLES: dict[str, str] = {
+    "grounded": "background:#d7efe0;border-bottom:2px solid #2e8b57;",
+    "unsupported": "background:#fdebc8;border-bottom:2px solid #c98a00;",
+    "contradicted": "background:#f8d3d3;border-bottom:2px solid #b03030;",
+    "evidence": "background:#d7efe0;border-bottom:2px solid #2e8b57;",
+    "closest": "background:#e4e4f7;border-bottom:2px dashed #5a5aa8;",
+    "rejected": "background:#f8d3d3;border-bottom:2px dashed #b03030;",
+    "focus": "background:#fdebc8;outline:2px solid #c98a00;",
+}
+
+STATUS_LABELS: dict[str, str] = {
+    "grounded": "grounded",
+    "unsupported": "unsupported",
+    "contradicted": "contradicted",
+}
+
+_BOX = (
+    "white-space:pre-wrap;line-height:1.6;padding:0.6rem 0.8rem;border:1px solid #d9dde3;"
+    "border-radius:6px;background:#fbfbfc;font-size:0.95rem;"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Highlight:
+    """A span ``[start, end)`` of the text to mark, with its kind and a tooltip."""
+
+    start: int
+    end: int
+    kind: Kind | str
+    title: str = ""
+
+
+def escape_text(text: str | None) -> str:
+    """Record text as safe HTML (``&``, ``<``, ``>``, quotes escaped); None -> empty."""
+    return html.escape(text or "", quote=True)
+
+
+def _clean(spans: Sequence[Highlight], length: int) -> list[Highlight]:
+    """Valid spans clipped to the text, sorted, overlaps trimmed (the earlier span wins)."""
+    out: list[Highlight] = []
+    last_end = 0
+    for h in sorted(spans, key=lambda s: (s.start, -s.end)):
+        start, end = max(0, min(h.start, length)), max(0, min(h.end, length))
+        start = max(start, last_end)
+        if end <= start:
+            continue
+        kind = h.kind if h.kind in STYLES else "focus"  # class names never come from data
+        out.append(Highlight(start, end, kind, h.title))
+        last_end = end
+    return out
+
+
+def highlight_html(text: str | None, spans: Sequence[Highlight], *, box: bool = True) -> str:
+    """The text as escaped HTML with each span wrapped in a styled ``<mark>``.
+
+    Offsets are character offsets into ``text``; spans outside it are clipped, overlapping
+    ones trimmed. Titles are escaped too.
+    """
+    raw = text or ""
+    parts: list[str] = []
+    pos = 0
+    for h in _clean(spans, len(raw)):
+        parts.append(escape_text(raw[pos : h.start]))
+        title = f' title="{escape_text(h.title)}"' if h.title else ""
+        parts.append(
+            f'<mark class="gw-{h.kind}" style="{STYLES[h.kind]}"{title}>'
+            f"{escape_text(raw[h.start : h.end])}</mark>"
+        )
+        pos = h.end
+    parts.append(escape_text(raw[pos:]))
+    body = "".join(parts)
+    return f'<div class="gw-text" style="{_BOX}">{body}</div>' if box else body
+
+
+def find_span(text: str | None, fragment: str | None) -> tuple[int, int] | None:
+    """Where ``fragment`` occurs in ``text`` (exact, then case-insensitive), or None."""
+    if not text or not fragment:
+        return None
+    pos = text.find(fragment)
+    if pos < 0:
+        pos = text.lower().find(fragment.lower())
+    if pos < 0:
+        return None
+    return pos, pos + len(fragment)
+
+
+def badge(label: str, kind: str) -> str:
+    """A small coloured label (escaped) for a status or verdict."""
+    style = STYLES.get(kind, "background:#eceff3;")
+    return (
+        f'<span class="gw-badge" style="{style}padding:0.05rem 0.4rem;border-radius:4px;'
+        f'font-size:0.85rem;">{escape_text(label)}</span>'
+    )
+
+
+def legend(kinds: Sequence[str]) -> str:
+    """A one-line legend of highlight kinds."""
+    return " ".join(badge(k, k) for k in kinds)
+
+
+def escaped_block(text: str | None) -> str:
+    """Record text in a box, escaped, without highlights."""
+    return highlight_html(text, ())
+
+
+__all__ = [
+    "STYLES",
+    "Highlight",
+    "badge",
+    "escape_text",
+    "escaped_block",
+    "find_span",
+    "highlight_html",
+    "legend",
+]

@@ -1,0 +1,303 @@
+"""AppTests of every dashboard page on a seeded database: real widgets, real queries."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+from streamlit.testing.v1 import AppTest
+
+from core.storage import models as m
+from core.storage.db import get_engine, read_session
+from tests.app.seed import END, MODELS, PATIENTS, open_page
+
+
+def metric(at: AppTest, label: str) -> str:
+    for x in at.metric:
+        if x.label == label:
+            return str(x.value)
+    raise AssertionError(f"no metric {label!r}; have {[x.label for x in at.metric]}")
+
+
+def html_text(at: AppTest) -> str:
+    return "\n".join(str(h.proto.body) for h in at.get("html"))
+
+
+def no_errors(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+# --------------------------------------------------------------------------- overview
+
+
+def test_overview_shows_kpis_and_filters_change_them(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page()
+    no_errors(at)
+    assert at.title[0].value == "Overview"
+    assert metric(at, "Answers") == f"{seeded_db.conversations:,}"
+    assert len(at.get("plotly_chart")) == 2
+
+    at.multiselect(key="sidebar_models").set_value([MODELS[1]]).run()
+    no_errors(at)
+    assert metric(at, "Answers") == f"{seeded_db.per_model[MODELS[1]]:,}"
+
+    at.multiselect(key="sidebar_models").set_value([]).run()
+    at.multiselect(key="sidebar_patients").set_value([PATIENTS[0]]).run()
+    only_p1 = int(metric(at, "Answers").replace(",", ""))
+    assert 0 < only_p1 < seeded_db.conversations
+
+
+def test_overview_date_range_and_week_granularity(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page(dates=(END - timedelta(days=4), END))
+    no_errors(at)
+    last5 = int(metric(at, "Answers").replace(",", ""))
+    assert 0 < last5 < seeded_db.conversations
+    # KPI deltas compare with the five days before
+    answers_metric = next(x for x in at.metric if x.label == "Answers")
+    assert answers_metric.proto.delta != ""
+    at.segmented_control(key="overview_granularity").set_value("week").run()
+    no_errors(at)
+    assert len(at.get("plotly_chart")) == 2
+
+
+# --------------------------------------------------------------------------- review queue
+
+
+def test_review_queue_lists_riskiest_first_and_filters(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("review")
+    no_errors(at)
+    total_unreviewed = int(metric(at, "In queue").replace(",", ""))
+    assert 0 < total_unreviewed <= seeded_db.flagged_statements
+    # the riskiest statements are the contradicted ones
+    assert "contradicted" in html_text(at)
+    at.multiselect(key="review_statuses").set_value(["unsupported"]).run()
+    no_errors(at)
+    only_unsupported = int(metric(at, "In queue").replace(",", ""))
+    assert only_unsupported < total_unreviewed
+    assert "gabapentin" in html_text(at)
+    at.segmented_control(key="review_state").set_value("all").run()
+    assert int(metric(at, "In queue").replace(",", "")) >= only_unsupported
+
+
+def test_review_shows_statement_in_answer_and_evidence_in_source(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("review")
+    no_errors(at)
+    body = html_text(at)
+    # the flagged statement is marked inside its answer, the closest evidence in the source
+    assert 'class="gw-contradicted"' in body
+    assert "metformin 1000 mg twice daily" in body
+    assert "metformin 500 mg twice daily</mark>" in body
+
+
+def test_verdict_is_stored_with_reviewer_and_next_item_opens(fresh_db, use_db):
+    use_db(fresh_db)
+    at = open_page("review")
+    assert at.button(key="review_confirmed").disabled  # no reviewer name yet
+    before = int(metric(at, "In queue").replace(",", ""))
+    at.text_input(key="sidebar_reviewer").input("Dr. Test").run()
+    first_key = at.text_area[0].key
+    at.text_area[0].input("dose checked against the chart").run()
+    at.button(key="review_false_alarm").click().run()
+    no_errors(at)
+    after = int(metric(at, "In queue").replace(",", ""))
+    assert after == before - 1
+    # the next item opened: the note field belongs to another statement now
+    assert at.text_area[0].key != first_key
+    assert at.text_area[0].value == ""
+    with read_session(get_engine(fresh_db.url)) as s:
+        reviews = list(s.execute(select(m.Review).where(m.Review.reviewer == "Dr. Test")).scalars())
+        events = list(
+            s.execute(select(m.AuditEvent).where(m.AuditEvent.action == "review")).scalars()
+        )
+    assert len(reviews) == 1
+    assert reviews[0].verdict == "false_alarm"
+    assert reviews[0].note == "dose checked against the chart"
+    assert reviews[0].created_at is not None
+    assert events
+    assert events[0].actor == "Dr. Test"
+    assert "dose" not in json.dumps(events[0].detail)
+
+
+def test_review_export_buttons_present(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("review")
+    labels = [b.label for b in at.get("download_button")]
+    assert labels == ["Queue (CSV)", "Verdicts (CSV)"]
+
+
+# --------------------------------------------------------------------------- report
+
+
+def test_report_shows_statements_checks_and_escapes_script(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("report")
+    at.text_input(key="report_typed").input("rec-script").run()
+    no_errors(at)
+    body = html_text(at)
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in body
+    assert "<script>" not in body
+    assert 'class="gw-grounded"' in body
+    assert 'class="gw-unsupported"' in body
+    frames = [d.value for d in at.dataframe]
+    checks = frames[0]
+    assert set(checks["check"]) == {"grounding", "nli"}
+    assert "unavailable" in set(checks["status"])
+    assert any("claim" in f.columns for f in frames)
+    assert [b.label for b in at.get("download_button")] == [
+        "Download report (HTML)",
+        "Download report (Markdown)",
+    ]
+
+
+def test_report_picker_opens_a_conversation_and_links_earlier_answer(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("report")
+    options = at.selectbox(key="report_pick").options
+    assert len(options) > 1
+    at.selectbox(key="report_pick").select_index(1).run()
+    no_errors(at)
+    assert at.subheader[0].value.startswith("Answer rec-")
+    at.text_input(key="report_typed").input("rec-0006").run()
+    earlier = [b for b in at.button if b.label.startswith("Open the earlier answer")]
+    assert earlier, "rec-0006 has a contradiction with rec-0005"
+    earlier[0].click().run()
+    no_errors(at)
+    assert at.subheader[0].value == "Answer rec-0005"
+
+
+# --------------------------------------------------------------------------- upload
+
+TRANSCRIPT = (
+    "Doctor: Any chest pain?\nPatient: No, none at all.\n"
+    "Doctor: Still on the lisinopril 10 mg?\nPatient: Yes, every morning."
+)
+
+
+def test_upload_grounds_quotes_and_highlights_spans(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("upload")
+    at.file_uploader(key="upload_transcript").set_value(
+        ("visit.txt", TRANSCRIPT.encode(), "text/plain")
+    )
+    evidence = {"meds": ["lisinopril 10 mg", "metoprolol 50 mg"], "symptoms": ["none at all"]}
+    at.file_uploader(key="upload_evidence").set_value(
+        ("quotes.json", json.dumps(evidence).encode(), "application/json")
+    )
+    at.run()
+    no_errors(at)
+    assert metric(at, "Quotes") == "3"
+    assert metric(at, "Grounded") == "2"
+    assert metric(at, "Rejected") == "1"
+    body = html_text(at)
+    assert '<mark class="gw-evidence"' in body
+    assert ">lisinopril 10 mg</mark>" in body
+    assert 'class="gw-rejected"' in body  # the rejected quote's closest span
+
+
+def test_upload_answer_grounding_without_model(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("upload")
+    at.toggle(key="upload_semantic").set_value(False)
+    at.file_uploader(key="upload_transcript").set_value(
+        ("visit.json", json.dumps({"transcript": TRANSCRIPT}).encode(), "application/json")
+    )
+    at.text_area(key="upload_answer_text").input(
+        "Still on the lisinopril 10 mg? <b>He takes warfarin.</b>"
+    )
+    at.run()
+    no_errors(at)
+    body = html_text(at)
+    assert "Answer grounding" in [s.value for s in at.subheader]
+    assert "&lt;b&gt;He takes warfarin.&lt;/b&gt;" in body
+    assert 'class="gw-grounded"' in body
+    assert 'class="gw-unsupported"' in body
+
+
+@pytest.mark.parametrize(
+    ("name", "payload", "expected"),
+    [
+        ("bad.txt", b"\xff\xfe broken", "invalid UTF-8"),
+        ("empty.txt", b"   ", "file is empty"),
+        ("bad.json", b"{not json", "not valid JSON"),
+        ("shape.json", b"42", "expected a transcript string"),
+    ],
+)
+def test_upload_bad_transcript_gives_clear_error(
+    seeded_db, use_db, caplog, name, payload, expected
+):
+    use_db(seeded_db)
+    at = open_page("upload")
+    with caplog.at_level(logging.DEBUG):
+        at.file_uploader(key="upload_transcript").set_value((name, payload, "text/plain")).run()
+    no_errors(at)
+    errors = [e.value for e in at.error]
+    assert any(expected in e and name in e for e in errors), errors
+
+
+def test_upload_bad_evidence_shape_is_named(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("upload")
+    at.file_uploader(key="upload_transcript").set_value(
+        ("visit.txt", TRANSCRIPT.encode(), "text/plain")
+    )
+    at.file_uploader(key="upload_evidence").set_value(
+        ("quotes.json", json.dumps({"meds": "lisinopril"}).encode(), "application/json")
+    )
+    at.run()
+    errors = [e.value for e in at.error]
+    assert any("quotes.json" in e and "meds" in e for e in errors), errors
+
+
+def test_upload_too_large_is_refused(seeded_db, use_db, monkeypatch):
+    use_db(seeded_db)
+    monkeypatch.setenv("GROUNDWATCH_MAX_INPUT_BYTES", "100")
+    at = open_page("upload")
+    at.file_uploader(key="upload_transcript").set_value(("big.txt", b"x" * 500, "text/plain")).run()
+    assert any("above the limit" in e.value for e in at.error)
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def test_calibration_metrics_from_reviewed_statements(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("calibration")
+    no_errors(at)
+    assert metric(at, "Reviewed statements") == "12"
+    for label in ("ECE (lower is better)", "Brier (lower is better)", "AURC (lower is better)"):
+        assert 0.0 <= float(metric(at, label)) <= 1.0
+    assert len(at.get("plotly_chart")) == 3
+    low = metric(at, "Flag rate")
+    at.slider(key="calibration_threshold").set_value(0.9).run()
+    assert metric(at, "Flag rate") != low
+
+
+# --------------------------------------------------------------------------- patients
+
+
+def test_patients_page_shows_history_and_contradictions(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("patients")
+    no_errors(at)
+    assert at.selectbox(key="patients_pick").value == PATIENTS[0]
+    answers = int(metric(at, "Answers in range"))
+    assert answers > 0
+    assert int(metric(at, "Contradictions")) > 0
+    assert len(at.get("plotly_chart")) == 2
+    at.selectbox(key="patients_pick").set_value(PATIENTS[2]).run()
+    no_errors(at)
+    assert int(metric(at, "Answers in range")) > 0
+
+
+def test_patients_page_obeys_date_filter(seeded_db, use_db):
+    use_db(seeded_db)
+    full = int(metric(open_page("patients"), "Answers in range"))
+    at = open_page("patients", dates=(END - timedelta(days=2), END))
+    assert 0 < int(metric(at, "Answers in range")) < full

@@ -1,0 +1,136 @@
+"""Record text is escaped before display, and never reaches a log line."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+
+import pytest
+
+from dashboard.exports import report_html, report_markdown, rows_to_csv, statement_highlights
+from dashboard.highlight import Highlight, escape_text, find_span, highlight_html
+from dashboard.uploads import UploadError, read_evidence, read_transcript
+from tests.app.seed import open_page
+
+SCRIPT = "<script>alert('x')</script>"
+
+
+def test_script_in_text_is_shown_as_text():
+    out = highlight_html(f"before {SCRIPT} after", [Highlight(0, 6, "grounded", SCRIPT)])
+    assert "<script>" not in out
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in out
+    assert 'title="&lt;script&gt;' in out  # tooltips are escaped too
+
+
+def test_highlight_marks_exact_span_and_clips_overlaps():
+    text = "a < b and c > d"
+    out = highlight_html(
+        text,
+        [Highlight(0, 5, "evidence"), Highlight(3, 9, "rejected"), Highlight(50, 60, "focus")],
+        box=False,
+    )
+    assert out.startswith('<mark class="gw-evidence"')
+    assert ">a &lt; b</mark>" in out
+    assert '<mark class="gw-rejected" style="' in out
+    assert "> and</mark>" in out  # trimmed to start after the first span
+    assert out.endswith(" c &gt; d")
+
+
+def test_unknown_kind_never_becomes_a_class_name():
+    out = highlight_html("abc", [Highlight(0, 1, 'x" onmouseover="alert(1)')], box=False)
+    assert "onmouseover" not in out
+    assert 'class="gw-focus"' in out
+
+
+def test_find_span_and_escape():
+    assert find_span("Takes Lisinopril daily", "lisinopril") == (6, 16)
+    assert find_span("abc", "zzz") is None
+    assert escape_text(None) == ""
+
+
+def test_report_html_escapes_everything():
+    conv = {
+        "external_id": "x<1>",
+        "patient_id": "p",
+        "timestamp": datetime(2026, 1, 1, tzinfo=UTC),
+        "model": "m",
+        "risk_level": "low",
+        "query": SCRIPT,
+        "answer": SCRIPT + " The patient is fine.",
+        "scores": {"grounding": 1.0, "risk": 0.1},
+        "statements": [
+            {
+                "index": 0,
+                "text": SCRIPT,
+                "start": 0,
+                "end": len(SCRIPT),
+                "status": "unsupported",
+                "method": "unsupported",
+                "confidence": 0.5,
+                "evidence": None,
+            }
+        ],
+        "contradictions": [],
+        "checks": {"grounding": {"status": "ok", "reason": None}},
+        "claims": [],
+        "warnings": [],
+    }
+    html_doc = report_html(conv)
+    assert "<script>" not in html_doc
+    assert "x&lt;1&gt;" in html_doc
+    assert "| unsupported |" in report_markdown(conv)
+    assert statement_highlights(conv["answer"], conv["statements"])[0].kind == "unsupported"
+
+
+def test_csv_export_has_header_and_rows():
+    out = rows_to_csv([{"a": 1.23456, "b": None, "c": "x"}], ["a", "b"])
+    assert out.splitlines() == ["a,b", "1.2346,"]
+
+
+def test_upload_validation_messages_name_file_not_content():
+    secret = "Patient Jane has HIV"
+    with pytest.raises(UploadError) as info:
+        read_transcript(
+            "t.json", json.dumps({"other": secret}).encode(), max_bytes=1000, max_chars=1000
+        )
+    assert "t.json" in str(info.value)
+    assert secret not in str(info.value)
+    with pytest.raises(UploadError) as info:
+        read_evidence("e.json", json.dumps({"k": [secret, 3]}).encode(), max_bytes=1000)
+    assert "e.json" in str(info.value)
+    assert "k:" in str(info.value)
+    assert secret not in str(info.value)
+    turns = [{"speaker": "Doctor", "text": "Hi"}, {"speaker": "Patient", "text": "Hello"}]
+    assert (
+        read_transcript("t.json", json.dumps(turns).encode(), max_bytes=1000, max_chars=1000)
+        == "Doctor: Hi\nPatient: Hello"
+    )
+
+
+def test_no_record_text_in_logs(fresh_db, use_db, caplog):
+    use_db(fresh_db)
+    with caplog.at_level(logging.DEBUG):
+        at = open_page("review")
+        at.text_input(key="sidebar_reviewer").input("Dr. Log").run()
+        at.button(key="review_confirmed").click().run()
+        at.switch_page("app_pages/report.py").run()
+        at.text_input(key="report_typed").input("rec-script").run()
+        at.switch_page("app_pages/upload.py").run()
+        at.toggle(key="upload_semantic").set_value(False)
+        at.file_uploader(key="upload_transcript").set_value(
+            ("visit.txt", b"Doctor: secret transcript words here.", "text/plain")
+        )
+        at.text_area(key="upload_answer_text").input("Secret answer about warfarin.")
+        at.run()
+    assert not at.exception
+    logged = caplog.text
+    for fragment in (
+        "metformin",
+        "gabapentin",
+        "lisinopril",
+        "secret transcript",
+        "Secret answer",
+        "alert(",
+    ):
+        assert fragment not in logged

@@ -1,0 +1,218 @@
+"""End to end: `groundwatch serve` on a free port, driven by Debian's Chromium via Playwright.
+
+The database is a temporary SQLite file loaded with a small demo through the real pipeline.
+Screenshots of every page land in ``tests/e2e/artifacts/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.model]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+TIMEOUT_MS = 90_000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"dashboard exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError("dashboard did not become healthy")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    db = tmp_path_factory.mktemp("e2e") / "demo.db"
+    env = {**os.environ, "GROUNDWATCH_DATABASE_URL": f"sqlite:///{db}"}
+    env.pop("GROUNDWATCH_LLM_BASE_URL", None)
+    demo = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core.cli",
+            "demo",
+            "--patients",
+            "4",
+            "--answers",
+            "40",
+            "--days",
+            "20",
+            "--json",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=600,
+        check=False,
+    )
+    assert demo.returncode == 0, demo.stderr.decode()[-2000:]
+    summary = json.loads(demo.stdout.decode().strip().splitlines()[-1])
+    assert summary["records"] == 40
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.cli", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[object]:
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    yield pg
+    ctx.close()
+
+
+def _open(page: object, url: str, heading: str) -> None:
+    page.goto(url)  # type: ignore[attr-defined]
+    page.get_by_role("heading", name=heading).first.wait_for()  # type: ignore[attr-defined]
+
+
+def _settle(page: object) -> None:
+    """Wait until the script run finished (Streamlit shows a running indicator meanwhile)."""
+    page.wait_for_function(  # type: ignore[attr-defined]
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    )
+
+
+def _upload(page: object, index: int, path: Path, expect: str) -> None:
+    """Give the index-th file input a file and wait for ``expect`` (re-give it once if the
+    widget was re-rendered while the first upload was in flight)."""
+    for attempt in range(3):
+        page.locator("input[type=file]").nth(index).set_input_files(str(path))  # type: ignore[attr-defined]
+        try:
+            page.get_by_text(expect).first.wait_for(timeout=30_000)  # type: ignore[attr-defined]
+            return
+        except Exception:
+            if attempt == 2:
+                page.screenshot(path=str(ARTIFACTS / f"failed_{path.stem}.png"), full_page=True)  # type: ignore[attr-defined]
+                raise
+
+
+def test_every_page_renders(server: str, page: object) -> None:
+    pages = [
+        ("", "Overview", "Hallucination risk"),
+        ("review", "Review queue", "In queue"),
+        ("report", "Query report", "Choose an answer"),
+        ("upload", "Upload", "Upload a transcript to begin"),
+        ("calibration", "Calibration", "Threshold explorer"),
+        ("patients", "Patients", "Entity timeline"),
+    ]
+    for path, heading, text in pages:
+        _open(page, f"{server}/{path}", heading)
+        page.get_by_text(text).first.wait_for()  # type: ignore[attr-defined]
+        if path in ("", "calibration", "patients"):
+            page.locator(".js-plotly-plot").first.wait_for()  # type: ignore[attr-defined]
+        _settle(page)
+        assert page.get_by_text("Page not found").count() == 0  # type: ignore[attr-defined]
+        page.screenshot(path=str(ARTIFACTS / f"{path or 'overview'}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def test_give_a_verdict(server: str, page: object) -> None:
+    _open(page, f"{server}/review", "Review queue")
+    page.get_by_text("Item 1 of").first.wait_for()  # type: ignore[attr-defined]
+    queue = page.get_by_test_id("stMetricValue").first.inner_text()  # type: ignore[attr-defined]
+    name = page.get_by_role("textbox", name="Reviewer name")  # type: ignore[attr-defined]
+    name.fill("Dr. Browser")
+    name.press("Enter")
+    button = page.locator("button:enabled", has_text="False alarm").first  # type: ignore[attr-defined]
+    button.wait_for()
+    button.click()
+    page.get_by_text("Verdict stored").first.wait_for()  # type: ignore[attr-defined]
+    _settle(page)
+    after = page.get_by_test_id("stMetricValue").first.inner_text()  # type: ignore[attr-defined]
+    assert int(after.replace(",", "")) == int(queue.replace(",", "")) - 1
+    page.screenshot(path=str(ARTIFACTS / "review_verdict.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def test_upload_a_transcript(server: str, page: object, tmp_path: Path) -> None:
+    transcript = tmp_path / "visit.txt"
+    transcript.write_text(
+        "Doctor: Any chest pain?\nPatient: No, none at all.\n"
+        "Doctor: Still on the lisinopril 10 mg?\nPatient: Yes, every morning.\n"
+    )
+    quotes = tmp_path / "quotes.json"
+    quotes.write_text(json.dumps({"meds": ["lisinopril 10 mg", "metoprolol 50 mg"]}))
+    _open(page, f"{server}/upload", "Upload")
+    page.get_by_text("Upload a transcript to begin").wait_for()  # type: ignore[attr-defined]
+    _settle(page)
+    _upload(page, 0, transcript, "Add evidence quotes or an answer")
+    _upload(page, 1, quotes, "Evidence quotes")
+    grounded = page.locator("mark.gw-evidence").first  # type: ignore[attr-defined]
+    grounded.wait_for()
+    assert grounded.inner_text() == "lisinopril 10 mg"
+    assert page.locator("mark.gw-rejected").count() >= 1  # type: ignore[attr-defined]
+    _settle(page)
+    page.screenshot(path=str(ARTIFACTS / "upload_result.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def test_upload_bad_file_shows_clear_error(server: str, page: object, tmp_path: Path) -> None:
+    bad = tmp_path / "broken.txt"
+    bad.write_bytes(b"\xff\xfe not utf-8")
+    _open(page, f"{server}/upload", "Upload")
+    page.get_by_text("Upload a transcript to begin").wait_for()  # type: ignore[attr-defined]
+    _settle(page)
+    _upload(page, 0, bad, "broken.txt: invalid UTF-8")
+    page.screenshot(path=str(ARTIFACTS / "upload_error.png"), full_page=True)  # type: ignore[attr-defined]
