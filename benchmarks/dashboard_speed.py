@@ -31,8 +31,6 @@ MODELS = ("clinical-llm-a", "clinical-llm-b", "clinical-llm-c")
 DAYS = 365
 STATUSES = ("grounded", "grounded", "unsupported", "contradicted")
 
-# This file's name would shadow the ``dashboard`` package: import from the project root.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
 sys.path.insert(0, str(ROOT))
 
 

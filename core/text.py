@@ -65,7 +65,10 @@ def normalize_with_map(text: str) -> tuple[str, list[int]]:
     mapping: list[int] = []
     n = len(text)
     for i, raw in enumerate(text):
-        ch = unicodedata.normalize("NFKC", raw.translate(_TRANSLATE)).lower()
+        if raw.isascii():
+            ch = raw.lower()
+        else:
+            ch = unicodedata.normalize("NFKC", raw.translate(_TRANSLATE)).lower()
         if not ch:
             continue
         c = ch[0]

@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import data
+from dashboard import auth, data
 
 DEFAULT_DAYS = 30
 
@@ -43,12 +43,13 @@ def render_sidebar() -> data.FilterState:
             "Patient", data.patients(), key="sidebar_patients", placeholder="All patients"
         )
         st.divider()
-        st.text_input(
-            "Reviewer name",
-            key="sidebar_reviewer",
-            help="Stored with every verdict you give.",
-            placeholder="e.g. Dr. Rivera",
-        )
+        if auth.auth_mode() == "none":  # with a login, verdicts carry the logged-in user
+            st.text_input(
+                "Reviewer name",
+                key="sidebar_reviewer",
+                help="Stored with every verdict you give.",
+                placeholder="e.g. Dr. Rivera",
+            )
     return current_filters()
 
 
@@ -68,5 +69,7 @@ def current_filters() -> data.FilterState:
 
 
 def reviewer_name() -> str:
-    """The reviewer name typed in the sidebar (may be empty)."""
+    """The logged-in user's name; without a login, the name typed in the sidebar."""
+    if auth.auth_mode() != "none":
+        return auth.actor()
     return str(st.session_state.get("sidebar_reviewer") or "").strip()

@@ -1,4 +1,4 @@
-"""Groundwatch dashboard: the router (navigation and the shared sidebar)."""
+"""Groundwatch dashboard: the router (login, navigation and the shared sidebar)."""
 
 from __future__ import annotations
 
@@ -6,42 +6,46 @@ from pathlib import Path
 
 import streamlit as st
 
+from dashboard import auth
 from dashboard.sidebar import render_sidebar
 
 PAGES = Path(__file__).parent / "app_pages"
 
 st.set_page_config(page_title="Groundwatch", page_icon=":material/fact_check:", layout="wide")
-navigation = st.navigation(
-    [
-        st.Page(
-            PAGES / "overview.py",
-            title="Overview",
-            icon=":material/monitoring:",
-            url_path="overview",
-            default=True,
-        ),
-        st.Page(
-            PAGES / "review.py", title="Review queue", icon=":material/rule:", url_path="review"
-        ),
-        st.Page(
-            PAGES / "report.py",
-            title="Query report",
-            icon=":material/description:",
-            url_path="report",
-        ),
-        st.Page(
-            PAGES / "upload.py", title="Upload", icon=":material/upload_file:", url_path="upload"
-        ),
-        st.Page(
-            PAGES / "calibration.py",
-            title="Calibration",
-            icon=":material/tune:",
-            url_path="calibration",
-        ),
-        st.Page(
-            PAGES / "patients.py", title="Patients", icon=":material/person:", url_path="patients"
-        ),
-    ]
-)
+user = auth.require_login()
+if user is None:
+    st.stop()  # only the login form is drawn
+pages = {
+    "overview": st.Page(
+        PAGES / "overview.py",
+        title="Overview",
+        icon=":material/monitoring:",
+        url_path="overview",
+        default=True,
+    ),
+    "review": st.Page(
+        PAGES / "review.py", title="Review queue", icon=":material/rule:", url_path="review"
+    ),
+    "report": st.Page(
+        PAGES / "report.py", title="Query report", icon=":material/description:",
+        url_path="report",
+    ),
+    "upload": st.Page(
+        PAGES / "upload.py", title="Upload", icon=":material/upload_file:", url_path="upload"
+    ),
+    "calibration": st.Page(
+        PAGES / "calibration.py", title="Calibration", icon=":material/tune:",
+        url_path="calibration",
+    ),
+    "patients": st.Page(
+        PAGES / "patients.py", title="Patients", icon=":material/person:", url_path="patients"
+    ),
+    "admin": st.Page(
+        PAGES / "admin.py", title="Admin", icon=":material/admin_panel_settings:",
+        url_path="admin",
+    ),
+}
+navigation = st.navigation([p for name, p in pages.items() if auth.can_open(user, name)])
 render_sidebar()
+auth.render_user_box(user)
 navigation.run()

@@ -29,6 +29,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "verify",
     "llm",
     "users",
+    "purge",
 )
 
 for _name in _COMMAND_MODULES:

@@ -11,9 +11,10 @@ from core.calibration import (
     expected_calibration_error,
     reliability_curve,
 )
-from dashboard import data, figures
+from dashboard import auth, data, figures
 from dashboard.sidebar import current_filters
 
+auth.guard("calibration")
 st.title("Calibration")
 st.caption(
     "How well the statement risk (higher is worse) predicts what reviewers decide: a "

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, figures
+from dashboard import auth, data, figures
 from dashboard.sidebar import current_filters
 
+auth.guard("overview")
 st.title("Overview")
 f = current_filters()
 if f.start is None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, figures
+from dashboard import auth, data, figures
 from dashboard.highlight import badge, highlight_html
 from dashboard.sidebar import current_filters
 
+auth.guard("patients")
 st.title("Patients")
 f = current_filters()
 choices = list(f.patients) or data.patients()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, exports
+from dashboard import auth, data, exports
 from dashboard.highlight import Highlight, badge, find_span, highlight_html, legend
 from dashboard.sidebar import current_filters, reviewer_name
 
+auth.guard("review")
 st.title("Review queue")
 f = current_filters()
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from core.text import short_hash
-from dashboard import data, exports
+from dashboard import auth, data, exports
 from dashboard.highlight import Highlight, badge, highlight_html, legend
 from dashboard.sidebar import reviewer_name
 from dashboard.uploads import UploadError, read_answer, read_evidence, read_transcript
 
+auth.guard("upload")
 st.title("Upload")
 st.caption(
     "Upload a transcript and the evidence quotes or the answer drawn from it: every quote and "

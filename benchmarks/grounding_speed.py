@@ -1,0 +1,121 @@
+"""Latency of answer grounding: a 10-statement answer against 30 source chunks, warm model.
+
+Two cases: "new sources" (every run brings chunks never seen, so their sentences are
+embedded; only the model is warm) and "cached sources" (the chunks' embeddings are already in
+the cache, as when a patient's notes are checked again). Also batch throughput (answers/s).
+Texts are generated here from templates with a fixed seed.
+
+    python benchmarks/grounding_speed.py [--runs 20] [--batch 20]
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+from _common import base_parser, print_json, print_table
+
+DRUGS = ("metformin", "lisinopril", "atorvastatin", "amlodipine", "levothyroxine", "omeprazole")
+CONDITIONS = ("type 2 diabetes", "hypertension", "hyperlipidemia", "hypothyroidism", "GERD")
+PARTS = ("knee", "shoulder", "hip", "ankle", "wrist")
+TEMPLATES = (
+    "The patient takes {drug} {dose} mg daily.",
+    "She has a history of {cond} diagnosed {n} years ago.",
+    "He denies chest pain, fever or shortness of breath.",
+    "Exam shows mild swelling of the {side} {part}.",
+    "Blood pressure was {sys}/{dia} mmHg and pulse {pulse} bpm.",
+    "HbA1c was {a1c}% at the last visit {n} months ago.",
+    "{cond} is stable on the current regimen.",
+    "Continue {drug} and recheck labs in {n} weeks.",
+    "The patient reports {side} {part} pain after a fall {n} days ago.",
+    "Follow up in clinic in {n} weeks or sooner if symptoms worsen.",
+)
+
+
+def sentence(rng: random.Random) -> str:
+    return (
+        rng.choice(TEMPLATES)
+        .format(
+            drug=rng.choice(DRUGS),
+            dose=rng.choice((5, 10, 20, 25, 40, 500, 1000)),
+            cond=rng.choice(CONDITIONS),
+            n=rng.randint(1, 12),
+            side=rng.choice(("left", "right")),
+            part=rng.choice(PARTS),
+            sys=rng.randint(110, 160),
+            dia=rng.randint(65, 95),
+            pulse=rng.randint(55, 100),
+            a1c=round(rng.uniform(5.5, 9.5), 1),
+        )
+        .capitalize()
+    )
+
+
+def case(rng: random.Random, tag: int) -> tuple[str, list[tuple[str, str]]]:
+    chunks = [
+        (
+            f"c{tag}-{k}",
+            " ".join(sentence(rng) for _ in range(rng.randint(3, 5))) + f" Ref {tag}-{k}.",
+        )
+        for k in range(30)
+    ]
+    answer = " ".join(sentence(rng) for _ in range(10))
+    return answer, chunks
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0], data=False)
+    parser.add_argument("--runs", type=int, default=20, help="timed runs per case")
+    parser.add_argument("--batch", type=int, default=20, help="answers in the batch run")
+    args = parser.parse_args()
+
+    from core.backends.embedder import get_embedder
+    from core.grounding import GroundingVerifier, SourceChunk
+
+    rng = random.Random(args.seed)
+    embedder = get_embedder()
+    verifier = GroundingVerifier(embedder=embedder)
+    warm_answer, warm_chunks = case(rng, -1)
+    verifier.verify(warm_answer, [SourceChunk(i, t) for i, t in warm_chunks])  # warm-up
+
+    rows = []
+    statements = 0
+    for label in ("new sources", "cached sources"):
+        times = []
+        for run in range(args.runs):
+            answer, chunks = case(rng, run if label == "new sources" else -1)
+            if label == "cached sources":
+                answer = " ".join(sentence(rng) for _ in range(10))
+            sources = [SourceChunk(i, t) for i, t in chunks]
+            started = time.perf_counter()
+            result = verifier.verify(answer, sources)
+            times.append((time.perf_counter() - started) * 1000)
+            statements = len(result.statements)
+        rows.append(
+            {
+                "case": label,
+                "runs": args.runs,
+                "statements": statements,
+                "chunks": 30,
+                "p50 ms": float(np.percentile(times, 50)),
+                "p95 ms": float(np.percentile(times, 95)),
+            }
+        )
+    cases = []
+    for k in range(args.batch):
+        answer, chunks = case(rng, 1000 + k)
+        cases.append((answer, [SourceChunk(i, t) for i, t in chunks]))
+    started = time.perf_counter()
+    verifier.verify_batch(cases)
+    elapsed = time.perf_counter() - started
+    print("Grounding latency: 10-statement answer vs 30 chunks (targets p50 100 ms, p95 250 ms)")
+    print_table(rows, ["case", "runs", "statements", "chunks", "p50 ms", "p95 ms"])
+    batch = [{"batch answers": args.batch, "seconds": elapsed, "answers/s": args.batch / elapsed}]
+    print_table(batch, ["batch answers", "seconds", "answers/s"])
+    if args.json:
+        print_json({"latency": rows, "batch": batch})
+
+
+if __name__ == "__main__":
+    main()

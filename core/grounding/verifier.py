@@ -1,0 +1,646 @@
+"""The answer grounding verifier: every statement of an answer checked against its sources.
+
+Tiers, in order: exact (normalised substring) -> fuzzy (rapidfuzz) -> semantic (MiniLM cosine
+against source sentences and overlapping sentence windows) -> inference (NLI cross-encoder
+and/or LLM judge, when given) -> unsupported. A fuzzy or semantic match is accepted only when
+the statement's specifics (numbers, doses, vital signs, negation, laterality, named drugs and
+conditions) agree with the evidence around it; otherwise the statement is ``contradicted``
+(the evidence asserts another value) or ``unsupported``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from rapidfuzz import fuzz
+
+from core.checks import OK, CheckStatus, failed, skipped, unavailable
+from core.grounding.facts import DATA_DIR, FactCheck, compare_facts
+from core.grounding.inference import Judgement, llm_judge, nli_judge
+from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
+from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
+from core.text import split_statements as _split_statements
+
+if TYPE_CHECKING:
+    from core.backends.embedder import Embedder
+    from core.backends.llm import LLMClient
+    from core.backends.nli import NLIModel
+
+log = logging.getLogger(__name__)
+
+TIERS = ("exact", "fuzzy", "semantic", "nli", "llm_judge", "inference")
+
+
+@lru_cache(maxsize=1)
+def tuned_parameters() -> dict[str, Any]:
+    """Thresholds chosen on development data (core/data/grounding_params.json)."""
+    text = (DATA_DIR / "grounding_params.json").read_text("utf-8")
+    return dict(json.loads(text))
+
+
+@lru_cache(maxsize=4096)
+def _normalized(text: str) -> tuple[str, list[int]]:
+    """Normalised chunk text and offset map, cached: a source is normalised once."""
+    return normalize_with_map(text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """A source sentence or a window of consecutive sentences of one chunk."""
+
+    chunk: int
+    first: int  # index of the first sentence in the chunk
+    last: int  # index of the last sentence (inclusive)
+    start: int
+    end: int
+    text: str
+
+
+class _SourceIndex:
+    """Sentences and overlapping windows of all chunks, normalised once."""
+
+    def __init__(self, sources: Sequence[SourceChunk], window: int) -> None:
+        self.sources = list(sources)
+        self.sentences: list[list[Span]] = []
+        self.units: list[_Unit] = []
+        self.norm: list[tuple[str, list[int]]] = []
+        for ci, chunk in enumerate(self.sources):
+            sentences = split_sentences(chunk.text)
+            self.sentences.append(sentences)
+            self.norm.append(_normalized(chunk.text))
+            for size in range(1, window + 1):
+                for i in range(0, max(0, len(sentences) - size + 1)):
+                    first, last = sentences[i], sentences[i + size - 1]
+                    text = chunk.text[first.start : last.end]
+                    self.units.append(_Unit(ci, i, i + size - 1, first.start, last.end, text))
+        self.unit_norm = [self._unit_norm(u) for u in self.units]
+        self.vectors: np.ndarray | None = None
+
+    def _unit_norm(self, unit: _Unit) -> str:
+        """The unit's normalised text, cut from its chunk's (normalised once)."""
+        norm, mapping = self.norm[unit.chunk]
+        a, b = bisect_left(mapping, unit.start), bisect_left(mapping, unit.end)
+        return norm[a:b].strip()
+
+    def source_sentences(self, chunk: int) -> list[str]:
+        return [s.text for s in self.sentences[chunk]]
+
+    def sentence_texts(self) -> list[str]:
+        return [s.text for sentences in self.sentences for s in sentences]
+
+    def embed(self, embedder: Embedder) -> None:
+        """Sentence vectors from the embedder; a window's vector is its sentences' mean."""
+        flat = embedder.encode(self.sentence_texts())
+        offsets, pos = [], 0
+        for sentences in self.sentences:
+            offsets.append(pos)
+            pos += len(sentences)
+        vectors = np.zeros((len(self.units), flat.shape[1] if flat.size else 1), np.float32)
+        for k, unit in enumerate(self.units):
+            base = offsets[unit.chunk]
+            v = flat[base + unit.first : base + unit.last + 1].sum(axis=0)
+            norm = float(np.linalg.norm(v))
+            vectors[k] = v / norm if norm else v
+        self.vectors = vectors
+
+    def context(self, unit: _Unit, margin: int = 2) -> list[str]:
+        """The unit's sentences with ``margin`` neighbours each side (for fact checks)."""
+        sentences = self.sentences[unit.chunk]
+        lo, hi = max(0, unit.first - margin), min(len(sentences), unit.last + margin + 1)
+        return [s.text for s in sentences[lo:hi]]
+
+    def focus(self, unit: _Unit) -> list[str]:
+        """The unit's own sentences plus the next one (the reply to a question)."""
+        sentences = self.sentences[unit.chunk]
+        return [s.text for s in sentences[unit.first : unit.last + 2]]
+
+    def sentence_span(self, chunk: int, start: int, end: int) -> _Unit:
+        """The sentences of ``chunk`` overlapping ``[start, end)`` as a unit."""
+        sentences = self.sentences[chunk]
+        idx = [i for i, s in enumerate(sentences) if s.start < end and s.end > start] or [0]
+        text = self.sources[chunk].text
+        if not sentences:
+            return _Unit(chunk, 0, 0, start, end, text[start:end])
+        return _Unit(chunk, idx[0], idx[-1], start, end, text[start:end])
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    status: Status
+    method: Method
+    confidence: float
+    unit: _Unit | None
+    reason: str | None
+    similarity: float | None = None
+
+
+class GroundingVerifier:
+    """Verifies each statement of an answer against source chunks (offline).
+
+    Args:
+        embedder: sentence embedder for the semantic tier; ``None``: tier ``unavailable``.
+        nli: NLI cross-encoder for the inference tier; ``None``: that judge ``unavailable``.
+        llm: OpenAI-compatible client used as an LLM judge; ``None``: ``unavailable``.
+        semantic_threshold: least cosine for a semantic match against notes, documents and
+            messages (default from core/data/grounding_params.json).
+        transcript_threshold: the same against transcripts, where speech paraphrases the
+            statement loosely (default: tuned on ACI-Bench development dialogues).
+        fuzzy_threshold: least rapidfuzz partial ratio (0-1) for a fuzzy match.
+        grounding_threshold: least grounding score for ``overall_grounded``.
+        window: largest number of consecutive source sentences compared as one unit.
+        candidates: best semantic candidates whose facts are checked per statement.
+        split: ``statements`` splits coordinated claims; ``sentences`` keeps sentences whole.
+    """
+
+    def __init__(
+        self,
+        *,
+        embedder: Embedder | None = None,
+        nli: NLIModel | None = None,
+        llm: LLMClient | None = None,
+        semantic_threshold: float | None = None,
+        transcript_threshold: float | None = None,
+        fuzzy_threshold: float | None = None,
+        grounding_threshold: float = 0.7,
+        window: int = 3,
+        candidates: int = 5,
+        split: str = "statements",
+    ) -> None:
+        params = tuned_parameters()
+        self.embedder = embedder
+        self.nli = nli
+        self.llm = llm
+        self.semantic_threshold = float(
+            params["semantic_threshold"] if semantic_threshold is None else semantic_threshold
+        )
+        self.transcript_threshold = float(
+            params["transcript_threshold"] if transcript_threshold is None else transcript_threshold
+        )
+        self.fuzzy_threshold = float(
+            params["fuzzy_threshold"] if fuzzy_threshold is None else fuzzy_threshold
+        )
+        self.nli_threshold = float(params.get("nli_threshold", 0.5))
+        for name, value in (
+            ("semantic_threshold", self.semantic_threshold),
+            ("transcript_threshold", self.transcript_threshold),
+            ("fuzzy_threshold", self.fuzzy_threshold),
+            ("grounding_threshold", grounding_threshold),
+        ):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name}: must be within [0, 1], got {value}")
+        if window < 1 or candidates < 1:
+            raise ValueError("window and candidates: must be at least 1")
+        if split not in ("statements", "sentences"):
+            raise ValueError("split: must be 'statements' or 'sentences'")
+        self.grounding_threshold = grounding_threshold
+        self.window = window
+        self.candidates = candidates
+        self.split = split
+
+    # -- public API ------------------------------------------------------------------------
+
+    def split_statements(self, answer: str) -> list[Span]:
+        """The answer's statements with offsets (see :func:`core.text.split_statements`)."""
+        if self.split == "sentences":
+            return split_sentences(answer)
+        return _split_statements(answer)
+
+    def verify(self, answer: str, sources: Sequence[SourceChunk]) -> GroundingResult:
+        """Ground every statement of ``answer`` in ``sources``.
+
+        Raises:
+            ValueError: the answer is not a string or holds no statement; duplicate source ids.
+        """
+        started = time.perf_counter()
+        if not isinstance(answer, str):
+            raise ValueError("answer: must be a string")
+        statements = self.split_statements(answer)
+        if not statements:
+            raise ValueError("answer: contains no statement to verify")
+        _check_sources(sources)
+        index = _SourceIndex(sources, self.window)
+        checks: dict[str, CheckStatus] = {}
+        warnings: list[str] = []
+        results = self._verify_all(statements, index, checks, warnings)
+        result = _assemble(results, checks, warnings, self.grounding_threshold, bool(sources))
+        log.info(
+            "grounding answer=%s statements=%d sources=%d grounded=%d contradicted=%d in %.0f ms",
+            short_hash(answer),
+            len(statements),
+            len(sources),
+            sum(r.is_grounded for r in results),
+            result.contradicted_count,
+            (time.perf_counter() - started) * 1000,
+        )
+        return result
+
+    def verify_statement(
+        self, statement: str, sources: Sequence[SourceChunk]
+    ) -> StatementGrounding:
+        """Ground one statement as a whole (no further splitting)."""
+        if not isinstance(statement, str) or not statement.strip():
+            raise ValueError("statement: must be a non-empty string")
+        _check_sources(sources)
+        index = _SourceIndex(sources, self.window)
+        span = Span(statement, 0, len(statement))
+        return self._verify_all([span], index, {}, [])[0]
+
+    def verify_statements(
+        self, statements: Sequence[str], sources: Sequence[SourceChunk]
+    ) -> list[StatementGrounding]:
+        """Ground several statements, each taken whole, against the same sources.
+
+        The sources are split, normalised and embedded once for all statements.
+        """
+        spans = []
+        for i, statement in enumerate(statements):
+            if not isinstance(statement, str) or not statement.strip():
+                raise ValueError(f"statements[{i}]: must be a non-empty string")
+            spans.append(Span(statement, 0, len(statement)))
+        _check_sources(sources)
+        index = _SourceIndex(sources, self.window)
+        return self._verify_all(spans, index, {}, [])
+
+    def verify_batch(
+        self, cases: Sequence[tuple[str, Sequence[SourceChunk]]]
+    ) -> list[GroundingResult]:
+        """Ground many answers; all texts are embedded in one pass first (fewer model calls)."""
+        if self.embedder is not None:
+            texts: list[str] = []
+            for answer, sources in cases:
+                texts.extend(s.text for s in self.split_statements(answer))
+                for chunk in sources:
+                    texts.extend(s.text for s in split_sentences(chunk.text))
+            if texts:
+                self.embedder.encode(list(dict.fromkeys(texts)))
+        return [self.verify(answer, sources) for answer, sources in cases]
+
+    # -- tiers -----------------------------------------------------------------------------
+
+    def _verify_all(
+        self,
+        statements: list[Span],
+        index: _SourceIndex,
+        checks: dict[str, CheckStatus],
+        warnings: list[str],
+    ) -> list[StatementGrounding]:
+        decisions: list[_Decision | None] = [None] * len(statements)
+        if not index.sources or not index.units:
+            for name in TIERS:
+                checks[name] = skipped("no source text to check against")
+            reason = "no source text to check against"
+            return [
+                _to_result(i, s, _Decision("unsupported", "unsupported", 1.0, None, reason), index)
+                for i, s in enumerate(statements)
+            ]
+        norm_statements = [normalize(s.text) for s in statements]
+        for i, span in enumerate(statements):
+            decisions[i] = self._exact(norm_statements[i], span.text, index)
+        checks["exact"] = OK
+        pending = [i for i, d in enumerate(decisions) if d is None]
+        for i in pending:
+            decisions[i] = self._fuzzy(norm_statements[i], statements[i].text, index)
+        checks["fuzzy"] = OK if pending else skipped("every statement matched exactly")
+
+        pending = [i for i, d in enumerate(decisions) if d is None]
+        best: dict[int, _Decision] = {}
+        if self.embedder is None:
+            checks["semantic"] = unavailable("no embedding model given")
+        elif not pending:
+            checks["semantic"] = skipped("every statement matched at an earlier tier")
+        else:
+            try:
+                index.embed(self.embedder)
+                vectors = self.embedder.encode([statements[i].text for i in pending])
+            except Exception as exc:  # the model failed: say so, keep the other tiers
+                checks["semantic"] = failed(f"embedding failed ({type(exc).__name__})")
+                log.warning("semantic tier failed: %s", type(exc).__name__)
+            else:
+                checks["semantic"] = OK
+                for row, i in enumerate(pending):
+                    decision, fallback = self._semantic(statements[i].text, vectors[row], index)
+                    decisions[i] = decision
+                    if fallback is not None:
+                        best[i] = fallback
+
+        pending = [i for i, d in enumerate(decisions) if d is None or d.status == "unsupported"]
+        self._inference(statements, pending, decisions, best, index, checks, warnings)
+
+        results = []
+        for i, span in enumerate(statements):
+            decision = (
+                decisions[i]
+                or best.get(i)
+                or _Decision("unsupported", "unsupported", 0.5, None, "no matching source text")
+            )
+            results.append(_to_result(i, span, decision, index))
+        return results
+
+    def _exact(self, norm_statement: str, statement: str, index: _SourceIndex) -> _Decision | None:
+        if len(norm_statement) < 3:
+            return None
+        for ci, (norm_text, mapping) in enumerate(index.norm):
+            pos = _find_word(norm_text, norm_statement)
+            if pos < 0:
+                continue
+            start = mapping[pos]
+            end = mapping[pos + len(norm_statement) - 1] + 1
+            unit = index.sentence_span(ci, start, end)
+            check = compare_facts(
+                statement,
+                index.context(unit, 0),
+                index.source_sentences(ci),
+                focus=index.focus(unit),
+            )
+            if check.status == "agree":
+                return _Decision("grounded", "exact_match", 1.0, unit, None, 1.0)
+            return _from_facts(check, "exact_match", unit, 1.0)
+        return None
+
+    def _fuzzy(self, norm_statement: str, statement: str, index: _SourceIndex) -> _Decision | None:
+        if len(norm_statement) < 8:
+            return None
+        best_score, best_k = 0.0, -1
+        for k, norm_unit in enumerate(index.unit_norm):
+            score = fuzz.partial_ratio(norm_statement, norm_unit, score_cutoff=best_score)
+            if len(norm_unit) < len(norm_statement):  # the unit covers only part of it
+                score *= len(norm_unit) / len(norm_statement)
+            if score > best_score:
+                best_score, best_k = score, k
+        score = best_score / 100.0
+        if best_k < 0 or score < self.fuzzy_threshold:
+            return None
+        unit = _tighten(index.units[best_k], norm_statement)
+        check = compare_facts(
+            statement,
+            index.context(unit, 1),
+            index.source_sentences(unit.chunk),
+            focus=index.focus(unit),
+        )
+        if check.status == "agree":
+            return _Decision("grounded", "fuzzy_match", score, unit, None, score)
+        if check.status == "conflict":
+            return _from_facts(check, "fuzzy_match", unit, score)
+        return None  # a specific is missing: let the semantic tier look further
+
+    def _semantic(
+        self, statement: str, vector: np.ndarray, index: _SourceIndex
+    ) -> tuple[_Decision | None, _Decision | None]:
+        assert index.vectors is not None
+        sims = index.vectors @ vector
+        order = np.argsort(-sims)[: self.candidates]
+        top = float(sims[order[0]])
+        first_bad: _Decision | None = None
+        for k in order:
+            sim = float(sims[k])
+            unit = index.units[int(k)]
+            thr = self._threshold(index, unit)
+            if sim < thr:
+                continue
+            check = compare_facts(
+                statement,
+                index.context(unit),
+                index.source_sentences(unit.chunk),
+                focus=index.focus(unit),
+            )
+            if check.status == "agree":
+                confidence = 0.5 + 0.5 * (sim - thr) / max(1e-6, 1.0 - thr)
+                return _Decision("grounded", "semantic_match", confidence, unit, None, sim), None
+            if first_bad is None:
+                first_bad = _from_facts(check, "semantic_match", unit, sim)
+        if first_bad is not None:
+            return first_bad, None
+        unit = index.units[int(order[0])]
+        thr = self._threshold(index, unit)
+        confidence = 0.5 + 0.5 * (thr - top) / max(1e-6, thr)
+        reason = f"no source text similar enough (best cosine {top:.2f} < {thr:.2f})"
+        return None, _Decision("unsupported", "unsupported", confidence, unit, reason, top)
+
+    def _threshold(self, index: _SourceIndex, unit: _Unit) -> float:
+        if index.sources[unit.chunk].type == "transcript":
+            return self.transcript_threshold
+        return self.semantic_threshold
+
+    def _inference(
+        self,
+        statements: list[Span],
+        pending: list[int],
+        decisions: list[_Decision | None],
+        best: dict[int, _Decision],
+        index: _SourceIndex,
+        checks: dict[str, CheckStatus],
+        warnings: list[str],
+    ) -> None:
+        judges: list[tuple[str, Any]] = []
+        if self.nli is None:
+            checks["nli"] = unavailable("no NLI model configured (GROUNDWATCH_NLI_MODEL)")
+        else:
+            judges.append(("nli", self.nli))
+        if self.llm is None:
+            checks["llm_judge"] = unavailable("no LLM configured (GROUNDWATCH_LLM_BASE_URL)")
+        else:
+            judges.append(("llm_judge", self.llm))
+        if not judges:
+            checks["inference"] = unavailable(
+                "no NLI model configured and no LLM judge (GROUNDWATCH_NLI_MODEL, "
+                "GROUNDWATCH_LLM_BASE_URL)"
+            )
+            return
+        if not pending:
+            for name, _ in judges:
+                checks[name] = skipped("every statement was decided at an earlier tier")
+            checks["inference"] = skipped("every statement was decided at an earlier tier")
+            return
+        candidates = {i: self._evidence_units(statements[i].text, index) for i in pending}
+        for name, judge in judges:
+            errors = unparseable = 0
+            for i in pending:
+                current = decisions[i]
+                if current is not None and current.status != "unsupported":
+                    continue
+                units = candidates[i]
+                if not units:
+                    continue
+                try:
+                    if name == "nli":
+                        verdict = nli_judge(
+                            judge,
+                            statements[i].text,
+                            [u.text for u in units],
+                            threshold=self.nli_threshold,
+                        )
+                    else:
+                        verdict = llm_judge(judge, statements[i].text, [u.text for u in units])
+                except Exception as exc:
+                    errors += 1
+                    log.warning("%s failed on statement %d: %s", name, i, type(exc).__name__)
+                    status = getattr(exc, "status", "failed")
+                    if status == "unavailable":
+                        checks[name] = unavailable(f"{name} backend unavailable")
+                        break
+                    continue
+                if verdict.verdict == "unparseable":
+                    unparseable += 1
+                    continue
+                decided = self._apply_judgement(statements[i].text, verdict, units, index)
+                if decided is not None:
+                    decisions[i] = decided
+            if name not in checks:
+                total = len(pending)
+                if errors and errors >= total:
+                    checks[name] = failed(f"all {total} {name} calls failed")
+                else:
+                    checks[name] = OK
+                if errors:
+                    warnings.append(f"{name}: {errors} of {total} calls failed")
+                if unparseable:
+                    warnings.append(f"{name}: {unparseable} of {total} replies were unparseable")
+        ran = [checks[name] for name, _ in judges]
+        checks["inference"] = (
+            OK if any(c.ran for c in ran) else next((c for c in ran if c.status != "ok"), OK)
+        )
+
+    def _evidence_units(self, statement: str, index: _SourceIndex) -> list[_Unit]:
+        """Up to three best windows for a statement (semantic if possible, else fuzzy)."""
+        if index.vectors is not None and self.embedder is not None:
+            vector = self.embedder.encode([statement])[0]
+            order = np.argsort(-(index.vectors @ vector))[:3]
+            return [index.units[int(k)] for k in order]
+        norm = normalize(statement)
+        scored = sorted(
+            range(len(index.units)),
+            key=lambda k: -fuzz.token_set_ratio(norm, index.unit_norm[k]),
+        )
+        return [index.units[k] for k in scored[:3]]
+
+    def _apply_judgement(
+        self, statement: str, verdict: Judgement, units: list[_Unit], index: _SourceIndex
+    ) -> _Decision | None:
+        unit = units[min(verdict.evidence_index, len(units) - 1)]
+        if verdict.verdict == "entailed":
+            check = compare_facts(
+                statement,
+                index.context(unit),
+                index.source_sentences(unit.chunk),
+                focus=index.focus(unit),
+            )
+            if check.status == "conflict":
+                return _from_facts(check, "inference", unit, None)
+            return _Decision("grounded", "inference", verdict.confidence, unit, None)
+        if verdict.verdict == "contradicted":
+            return _Decision(
+                "contradicted",
+                "inference",
+                verdict.confidence,
+                unit,
+                "the judge found a contradiction",
+            )
+        return None
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _check_sources(sources: Sequence[SourceChunk]) -> None:
+    seen: set[str] = set()
+    for i, chunk in enumerate(sources):
+        if not isinstance(chunk, SourceChunk):
+            raise ValueError(f"sources[{i}]: must be a SourceChunk")
+        if chunk.id in seen:
+            raise ValueError(f"sources[{i}].id: duplicate source id")
+        seen.add(chunk.id)
+
+
+def _tighten(unit: _Unit, norm_statement: str) -> _Unit:
+    """Narrow a fuzzy match to the aligned part of the unit (the evidence span)."""
+    norm_text, mapping = normalize_with_map(unit.text)
+    if len(norm_text) <= len(norm_statement) or not mapping:
+        return unit
+    align = fuzz.partial_ratio_alignment(norm_statement, norm_text)
+    if align is None or align.dest_end <= align.dest_start:
+        return unit
+    a = mapping[align.dest_start]
+    b = mapping[min(align.dest_end, len(mapping)) - 1] + 1
+    return _Unit(unit.chunk, unit.first, unit.last, unit.start + a, unit.start + b, unit.text[a:b])
+
+
+def _find_word(haystack: str, needle: str) -> int:
+    """Position of ``needle`` in ``haystack`` on word boundaries, else -1."""
+    start = 0
+    while True:
+        pos = haystack.find(needle, start)
+        if pos < 0:
+            return -1
+        end = pos + len(needle)
+        if (pos == 0 or haystack[pos - 1] == " ") and (
+            end == len(haystack) or haystack[end] == " "
+        ):
+            return pos
+        start = pos + 1
+
+
+def _from_facts(check: FactCheck, method: Method, unit: _Unit, sim: float | None) -> _Decision:
+    if check.status == "conflict":
+        return _Decision("contradicted", method, 0.8, unit, check.reason, sim)
+    return _Decision("unsupported", "unsupported", 0.7, unit, check.reason, sim)
+
+
+def _to_result(i: int, span: Span, d: _Decision, index: _SourceIndex) -> StatementGrounding:
+    unit = d.unit
+    return StatementGrounding(
+        index=i,
+        statement=span.text,
+        start=span.start,
+        end=span.end,
+        status=d.status,
+        verification_method=d.method if d.status != "unsupported" else "unsupported",
+        confidence=float(min(1.0, max(0.0, d.confidence))),
+        source_chunk_id=index.sources[unit.chunk].id if unit is not None else None,
+        supporting_evidence=unit.text if unit is not None else None,
+        evidence_start=unit.start if unit is not None else None,
+        evidence_end=unit.end if unit is not None else None,
+        reason=d.reason,
+        similarity=d.similarity,
+    )
+
+
+def _assemble(
+    results: list[StatementGrounding],
+    checks: dict[str, CheckStatus],
+    warnings: list[str],
+    threshold: float,
+    has_sources: bool,
+) -> GroundingResult:
+    total = len(results)
+    grounded = sum(r.is_grounded for r in results)
+    contradicted = [r for r in results if r.status == "contradicted"]
+    unsupported = [r for r in results if r.status == "unsupported"]
+    flagged = [r for r in results if not r.is_grounded]
+    score = grounded / total if total else 0.0
+    notes = list(warnings)
+    if not has_sources:
+        notes.insert(0, "no sources given: nothing could be grounded")
+    if unsupported:
+        notes.append(f"{len(unsupported)} of {total} statements are unsupported by the sources")
+    for r in contradicted:
+        notes.append(f"statement {r.index} contradicts source {r.source_chunk_id}: {r.reason}")
+    for name in ("semantic", "inference"):
+        check = checks.get(name)
+        if check is not None and check.status in ("unavailable", "failed"):
+            notes.append(f"{name} tier {check}")
+    return GroundingResult(
+        overall_grounded=bool(total) and score >= threshold and not contradicted,
+        grounding_score=score,
+        statements=tuple(results),
+        unsupported_statements=tuple(r.statement for r in flagged),
+        warnings=tuple(notes),
+        checks={name: checks[name] for name in TIERS if name in checks},
+    )

@@ -1,0 +1,107 @@
+"""Retention: remove record text past the retention period, keep scores and verdicts.
+
+One transaction purges the text of every conversation older than the cutoff and writes the
+``purge`` audit event; if anything fails, nothing is purged and nothing is audited.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+
+from core.storage import repo
+from core.storage.db import read_session, write_session
+from core.storage.models import Conversation
+
+log = logging.getLogger(__name__)
+
+MAX_RETENTION_DAYS = 36_500
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeResult:
+    """What a purge did (or, with ``dry_run``, would do)."""
+
+    purged: int
+    cutoff: datetime
+    older_than_days: int
+    dry_run: bool
+    audit_event_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe summary."""
+        return {
+            "purged": self.purged,
+            "cutoff": self.cutoff.isoformat(),
+            "older_than_days": self.older_than_days,
+            "dry_run": self.dry_run,
+            "audit_event_id": self.audit_event_id,
+        }
+
+
+def retention_cutoff(older_than_days: int, *, now: datetime | None = None) -> datetime:
+    """The moment before which record text is purged (UTC)."""
+    if not 1 <= older_than_days <= MAX_RETENTION_DAYS:
+        raise ValueError(f"older_than_days must be between 1 and {MAX_RETENTION_DAYS}")
+    now = now or datetime.now(UTC)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    return now.astimezone(UTC) - timedelta(days=older_than_days)
+
+
+def count_purgeable(*, engine: Engine, cutoff: datetime) -> int:
+    """Conversations older than ``cutoff`` whose text is still stored."""
+    with read_session(engine) as session:
+        stmt = select(func.count()).where(
+            Conversation.query_timestamp < cutoff,  # type: ignore[arg-type]
+            Conversation.text_purged_at.is_(None),  # type: ignore[union-attr]
+        )
+        return int(session.execute(stmt).scalar_one())
+
+
+def purge_expired(
+    *,
+    engine: Engine,
+    older_than_days: int,
+    actor: str,
+    now: datetime | None = None,
+    dry_run: bool = False,
+) -> PurgeResult:
+    """Purge record text older than ``older_than_days`` in ONE audited transaction.
+
+    Scores, statuses, statement offsets and verdicts stay. Re-running purges nothing more.
+
+    Raises:
+        ValueError: ``older_than_days`` outside 1..36500 or an empty ``actor``.
+    """
+    if not actor.strip():
+        raise ValueError("actor must not be empty")
+    cutoff = retention_cutoff(older_than_days, now=now)
+    if dry_run:
+        n = count_purgeable(engine=engine, cutoff=cutoff)
+        return PurgeResult(n, cutoff, older_than_days, True, None)
+    with write_session(engine) as session:
+        purged = repo.purge_text_before(session=session, cutoff=cutoff)
+        event = repo.record_audit(
+            session=session,
+            actor=actor.strip(),
+            action="purge",
+            target_type="conversation",
+            target_id=None,
+            detail={
+                "older_than_days": older_than_days,
+                "cutoff": cutoff.isoformat(),
+                "purged": purged,
+            },
+        )
+        event_id = int(event.id) if event.id is not None else None
+    log.info("purged text of %d conversations older than %d days", purged, older_than_days)
+    return PurgeResult(purged, cutoff, older_than_days, False, event_id)
+
+
+__all__ = ["PurgeResult", "count_purgeable", "purge_expired", "retention_cutoff"]

@@ -1,0 +1,209 @@
+"""Shared pieces of the SelfCheck detectors: result types, validation, tokens, sentences."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from core.checks import OK, CheckStatus
+from core.quality import RiskLevel, risk_level_for
+
+Method = Literal["ngram", "embedding", "nli", "llm", "combined"]
+
+_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e no fig approx dept inc ltd co mg ml".split()
+)
+
+
+def tokenize(text: str, *, lowercase: bool = True) -> list[str]:
+    """Word and punctuation tokens (a plain regex tokenizer, lower-cased by default)."""
+    return _TOKEN.findall(text.lower() if lowercase else text)
+
+
+def words(text: str) -> list[str]:
+    """Word tokens only (no punctuation), as written."""
+    return _WORD.findall(text)
+
+
+def _regex_split(text: str) -> list[str]:
+    parts: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        before = text[start : match.start()].rstrip()
+        last = before.rsplit(None, 1)[-1].rstrip(".").lower() if before else ""
+        if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
+            continue
+        parts.append(text[start : match.start()])
+        start = match.end()
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``: the project splitter when present, a regex splitter otherwise."""
+    try:
+        from core.text import split_sentences as project_split
+    except ImportError:
+        return _regex_split(text)
+    return [span.text.strip() for span in project_split(text) if span.text.strip()]
+
+
+def validate_texts(values: object, *, name: str, allow_empty_items: bool = False) -> list[str]:
+    """Check that ``values`` is a non-empty list of strings, naming the first bad item.
+
+    Raises:
+        ValueError: e.g. ``samples[2]: expected a string, got int``.
+    """
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise ValueError(f"{name}: expected a list of strings, got {type(values).__name__}")
+    if len(values) == 0:
+        raise ValueError(f"{name}: need at least one item, got an empty list")
+    out: list[str] = []
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise ValueError(f"{name}[{i}]: expected a string, got {type(value).__name__}")
+        if not allow_empty_items and not value.strip():
+            raise ValueError(f"{name}[{i}]: empty text")
+        out.append(value)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceScore:
+    """One sentence's score; higher = more likely hallucinated (``None`` if not scored)."""
+
+    index: int
+    text: str
+    score: float | None
+    details: tuple[tuple[str, float], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"index": self.index, "text": self.text, "score": self.score}
+        if self.details:
+            out["details"] = dict(self.details)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SelfCheckResult:
+    """What one SelfCheck detector found in one answer.
+
+    Attributes:
+        method: ``ngram``, ``embedding``, ``nli``, ``llm`` or ``combined``.
+        sentences: per-sentence scores, higher = more likely hallucinated (range per method).
+        passage_score: mean sentence score (same scale), ``None`` when the check did not run.
+        risk_score: the passage's hallucination risk in [0, 1], higher = worse.
+        risk_level: ``very_low`` .. ``very_high`` from ``risk_score``.
+        sample_count: number of samples compared.
+        status: ``ok``, or why no scores were produced (never a silent empty result).
+        variant: which score is reported (e.g. ``max`` or ``mean`` for the n-gram model).
+        model: the backend model used, if any.
+    """
+
+    method: Method
+    sentences: tuple[SentenceScore, ...]
+    passage_score: float | None
+    risk_score: float | None
+    risk_level: RiskLevel | None
+    sample_count: int
+    status: CheckStatus = OK
+    variant: str | None = None
+    model: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scores(self) -> list[float | None]:
+        """The sentence scores in order."""
+        return [s.score for s in self.sentences]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe plain data in the shape of the ``groundwatch selfcheck`` output."""
+        out: dict[str, Any] = {
+            "method": self.method,
+            "sentences": [s.to_dict() for s in self.sentences],
+            "passage_score": self.passage_score,
+            "risk_score": self.risk_score,
+            "risk_level": self.risk_level,
+            "sample_count": self.sample_count,
+            "status": self.status.status,
+        }
+        if self.status.reason:
+            out["reason"] = self.status.reason
+        if self.variant:
+            out["variant"] = self.variant
+        if self.model:
+            out["model"] = self.model
+        if self.extra:
+            out.update(self.extra)
+        return out
+
+
+def _clean(value: float) -> float:
+    return float(value) if math.isfinite(value) else 1e6
+
+
+def build_result(
+    method: Method,
+    sentences: Sequence[str],
+    scores: Sequence[float],
+    *,
+    risk_score: float,
+    sample_count: int,
+    details: Sequence[dict[str, float]] | None = None,
+    variant: str | None = None,
+    model: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> SelfCheckResult:
+    """An ``ok`` result from per-sentence scores (passage score = their mean)."""
+    rows = tuple(
+        SentenceScore(
+            index=i,
+            text=text,
+            score=round(_clean(score), 6),
+            details=tuple(
+                (k, round(_clean(v), 6)) for k, v in (details[i] if details else {}).items()
+            ),
+        )
+        for i, (text, score) in enumerate(zip(sentences, scores, strict=True))
+    )
+    passage = round(sum(_clean(s) for s in scores) / len(scores), 6)
+    risk = round(min(1.0, max(0.0, float(risk_score))), 6)
+    return SelfCheckResult(
+        method=method,
+        sentences=rows,
+        passage_score=passage,
+        risk_score=risk,
+        risk_level=risk_level_for(risk),
+        sample_count=sample_count,
+        status=OK,
+        variant=variant,
+        model=model,
+        extra=dict(extra or {}),
+    )
+
+
+def not_run(
+    method: Method,
+    sentences: Sequence[str],
+    *,
+    status: CheckStatus,
+    sample_count: int,
+    model: str | None = None,
+) -> SelfCheckResult:
+    """A result that says why nothing was scored: every score is ``None``."""
+    return SelfCheckResult(
+        method=method,
+        sentences=tuple(SentenceScore(i, t, None) for i, t in enumerate(sentences)),
+        passage_score=None,
+        risk_score=None,
+        risk_level=None,
+        sample_count=sample_count,
+        status=status,
+        model=model,
+    )

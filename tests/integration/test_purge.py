@@ -1,0 +1,222 @@
+"""Retention: `groundwatch purge` removes old record text, keeps scores and verdicts, audited,
+in one transaction, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlmodel import col
+from typer.testing import CliRunner
+
+from core import retention
+from core.cli import app
+from core.storage import models as m
+from core.storage import repo
+from core.storage.db import read_session, write_session
+from core.text import content_hash
+
+runner = CliRunner()
+NOW = datetime.now(UTC)
+SENTINEL = "ZQX-SENTINEL-PURGE"
+
+
+def store(engine: Engine, ext: str, *, days_ago: int) -> str:
+    at = NOW - timedelta(days=days_ago)
+    conv = m.Conversation(
+        id="",
+        external_id=ext,
+        patient_id="p-1",
+        query=f"{SENTINEL} what does {ext} take?",
+        query_timestamp=at,
+        answer=f"{SENTINEL} takes metformin 500 mg.",
+        model_used="model-a",
+        sources=[{"id": "s-1", "text": f"{SENTINEL} metformin 500 mg", "type": "note"}],
+        samples=[f"{SENTINEL} sample"],
+        evidence={"meds": [f"{SENTINEL} quote"]},
+        grounding_score=0.5,
+        consistency_score=0.9,
+        confidence_score=0.7,
+        hallucination_risk=0.4,
+        overall_quality=0.6,
+        is_flagged=True,
+        flagged_statements=1,
+        total_statements=1,
+        content_hash=content_hash(ext),
+    )
+    bundle = repo.ConversationBundle(conversation=conv)
+    bundle.statements.append(
+        m.StatementCheck(
+            conversation_id="",
+            statement=f"{SENTINEL} takes metformin 500 mg.",
+            statement_index=0,
+            start=0,
+            end=30,
+            is_grounded=False,
+            status="unsupported",
+            supporting_evidence=f"{SENTINEL} evidence",
+            grounding_confidence=0.6,
+            verification_method="unsupported",
+            risk=0.55,
+        )
+    )
+    bundle.claims.append(
+        m.ClaimAudit(
+            conversation_id="", claim_id="c1", claim_text=f"{SENTINEL} claim", evidence_support=0.3
+        )
+    )
+    bundle.selfcheck.append(
+        m.SelfCheckResult(
+            conversation_id="",
+            method="ngram",
+            status="ok",
+            sample_count=1,
+            sentence_scores=[{"index": 0, "text": SENTINEL, "score": 0.4}],
+            risk_score=0.4,
+        )
+    )
+    bundle.mentions.append(
+        m.EntityMention(
+            patient_id="p-1",
+            conversation_id="",
+            at=at,
+            kind="medication",
+            name="metformin",
+            assertion="present",
+            statement=f"{SENTINEL} m",
+        )
+    )
+    with write_session(engine) as s:
+        out = repo.store_conversation(session=s, bundle=bundle)
+        sc = s.execute(
+            select(m.StatementCheck).where(
+                col(m.StatementCheck.conversation_id) == out.conversation_id
+            )
+        ).scalar_one()
+        repo.create_review(
+            session=s,
+            statement_check_id=int(sc.id),
+            reviewer="dr-a",
+            verdict="confirmed",
+            note="checked",
+        )
+    return out.conversation_id
+
+
+def texts(engine: Engine, conv_id: str) -> list[object]:
+    with read_session(engine) as s:
+        d = repo.get_conversation(session=s, conversation_id=conv_id)
+        assert d is not None
+        c = d.conversation
+        mention = s.execute(
+            select(m.EntityMention).where(col(m.EntityMention.conversation_id) == conv_id)
+        ).scalar_one()
+        return [
+            c.query,
+            c.answer,
+            c.sources,
+            c.samples,
+            c.evidence,
+            d.statements[0].statement,
+            d.statements[0].supporting_evidence,
+            d.claims[0].claim_text,
+            d.selfcheck[0].sentence_scores,
+            mention.statement,
+        ]
+
+
+def test_purge_removes_old_text_keeps_scores_and_verdicts(
+    engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = store(engine, "old-1", days_ago=400)
+    recent = store(engine, "new-1", days_ago=5)
+    caplog.set_level(logging.DEBUG)
+    dry = retention.purge_expired(engine=engine, older_than_days=365, actor="t", dry_run=True)
+    assert dry.purged == 1
+    assert dry.audit_event_id is None
+    assert all(v is not None for v in texts(engine, old))
+
+    result = retention.purge_expired(engine=engine, older_than_days=365, actor="admin-1")
+    assert result.purged == 1
+    assert result.audit_event_id is not None
+    assert all(v is None for v in texts(engine, old))
+    assert all(v is not None for v in texts(engine, recent))
+    with read_session(engine) as s:
+        d = repo.get_conversation(session=s, conversation_id=old)
+        assert d is not None
+        c = d.conversation
+        assert c.text_purged_at is not None
+        assert (c.grounding_score, c.hallucination_risk, c.overall_quality) == (0.5, 0.4, 0.6)
+        assert d.statements[0].status == "unsupported"
+        assert d.statements[0].risk == 0.55
+        assert d.statements[0].start == 0
+        assert d.statements[0].end == 30
+        assert [r.verdict for r in d.reviews] == ["confirmed"]
+        assert d.claims[0].evidence_support == 0.3
+        assert d.selfcheck[0].risk_score == 0.4
+        assert repo.kpis(session=s).conversations == 2
+        events = repo.list_audit_events(session=s, action="purge")
+    assert len(events) == 1
+    assert events[0].actor == "admin-1"
+    assert events[0].detail["purged"] == 1
+    assert events[0].detail["older_than_days"] == 365
+    assert SENTINEL not in caplog.text
+
+    again = retention.purge_expired(engine=engine, older_than_days=365, actor="admin-1")
+    assert again.purged == 0
+
+
+def test_purge_is_one_transaction(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = store(engine, "old-2", days_ago=100)
+
+    def broken_audit(**_: object) -> None:
+        raise RuntimeError("audit store down")
+
+    monkeypatch.setattr(repo, "record_audit", broken_audit)
+    with pytest.raises(RuntimeError, match="audit store down"):
+        retention.purge_expired(engine=engine, older_than_days=30, actor="admin")
+    assert all(v is not None for v in texts(engine, old))  # rolled back with the audit
+
+
+def test_purge_validates_arguments(engine: Engine) -> None:
+    with pytest.raises(ValueError, match="between 1 and"):
+        retention.purge_expired(engine=engine, older_than_days=0, actor="a")
+    with pytest.raises(ValueError, match="actor"):
+        retention.purge_expired(engine=engine, older_than_days=3, actor=" ")
+    cut = retention.retention_cutoff(10, now=datetime(2026, 1, 11))
+    assert cut == datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_purge_cli(use_db: str, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = store(engine, "old-3", days_ago=60)
+    store(engine, "new-3", days_ago=1)
+    res = runner.invoke(app, ["purge", "--older-than", "30", "--dry-run", "--json"])
+    assert res.exit_code == 0, res.stdout
+    assert json.loads(res.stdout)["purged"] == 1
+    assert texts(engine, old)[1] is not None
+    res = runner.invoke(app, ["purge", "--older-than", "30", "--json"])
+    assert res.exit_code == 0, res.stdout
+    body = json.loads(res.stdout)
+    assert body["purged"] == 1
+    assert body["dry_run"] is False
+    assert texts(engine, old)[1] is None
+    with read_session(engine) as s:
+        (event,) = repo.list_audit_events(session=s, action="purge")
+    assert event.actor.startswith("cli")
+    res = runner.invoke(app, ["purge", "--json"])
+    assert res.exit_code == 1
+    assert "--older-than" in json.loads(res.stdout)["message"]
+    res = runner.invoke(app, ["purge", "--older-than", "0"])
+    assert res.exit_code != 0
+    assert "Traceback" not in res.stdout + res.stderr
+    monkeypatch.setenv("GROUNDWATCH_RETENTION_DAYS", "30")
+    from core.config import reset_settings_cache
+
+    reset_settings_cache()
+    res = runner.invoke(app, ["purge"])
+    assert res.exit_code == 0
+    assert "purged the text of 0 conversation(s)" in res.stdout

@@ -1,0 +1,301 @@
+"""Answer grounding with a fake (bag-of-words) embedder: tiers, traps, results, privacy."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from core.grounding import GroundingVerifier, SourceChunk, compare_facts
+from core.grounding.facts import condition_mentions, drug_mentions, quantities
+
+NOTE = (
+    "Assessment: Type 2 diabetes, well controlled. Takes metformin 500 mg b.i.d. and "
+    "lisinopril 10 mg daily. He denies chest pain. Left knee swelling noted on exam. "
+    "BP 132/84 today. He quit smoking in 2019."
+)
+
+
+class FakeEmbedder:
+    """Hashed bag of words: texts sharing words get a high cosine, like a real embedder."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), 256), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"[a-z]+", text.lower()):
+                out[i, int(hashlib.md5(word.encode()).hexdigest(), 16) % 256] += 1.0
+            norm = np.linalg.norm(out[i])
+            if norm:
+                out[i] /= norm
+        return out
+
+
+@pytest.fixture
+def verifier() -> GroundingVerifier:
+    return GroundingVerifier(embedder=FakeEmbedder(), semantic_threshold=0.5)  # type: ignore[arg-type]
+
+
+def one(verifier: GroundingVerifier, statement: str, text: str = NOTE) -> tuple[str, str, str]:
+    result = verifier.verify(statement, [SourceChunk("note-1", text)])
+    assert len(result.statements) == 1
+    s = result.statements[0]
+    return s.status, s.verification_method, s.reason or ""
+
+
+def test_exact_statement_is_grounded_with_its_span(verifier: GroundingVerifier) -> None:
+    result = verifier.verify("He denies chest pain.", [SourceChunk("note-1", NOTE)])
+    s = result.statements[0]
+    assert (s.status, s.verification_method, s.confidence) == ("grounded", "exact_match", 1.0)
+    assert s.source_chunk_id == "note-1"
+    assert s.evidence_start is not None
+    assert s.evidence_end is not None
+    assert NOTE[s.evidence_start : s.evidence_end] == "He denies chest pain"
+    assert result.grounding_score == 1.0
+    assert result.overall_grounded
+
+
+def test_fuzzy_match_tolerates_small_differences(verifier: GroundingVerifier) -> None:
+    status, method, _ = one(verifier, "Left knee swellng noted on exam.")
+    assert (status, method) == ("grounded", "fuzzy_match")
+
+
+def test_paraphrase_is_a_semantic_match(verifier: GroundingVerifier) -> None:
+    status, method, _ = one(verifier, "On exam there was swelling of the left knee.")
+    assert (status, method) == ("grounded", "semantic_match")
+
+
+def test_changed_dose_is_contradicted(verifier: GroundingVerifier) -> None:
+    status, _, reason = one(verifier, "Takes metformin 1000 mg b.i.d.")
+    assert status == "contradicted"
+    assert reason == "dose differs: 1000 mg vs 500 mg"
+
+
+def test_changed_blood_pressure_is_contradicted(verifier: GroundingVerifier) -> None:
+    status, _, reason = one(verifier, "BP 150/90 today.")
+    assert status == "contradicted"
+    assert reason.startswith("vital sign differs")
+
+
+def test_flipped_negation_is_contradicted(verifier: GroundingVerifier) -> None:
+    status, _, reason = one(verifier, "He reports chest pain.")
+    assert status == "contradicted"
+    assert "negation" in reason
+
+
+def test_negated_substring_is_not_an_exact_match(verifier: GroundingVerifier) -> None:
+    status, _, reason = one(verifier, "chest pain")
+    assert status == "contradicted"
+    assert "negation" in reason
+
+
+def test_quit_smoking_is_not_smoking(verifier: GroundingVerifier) -> None:
+    status, _, _ = one(verifier, "He smokes.", "Social history: he quit smoking in 2019.")
+    assert status != "grounded"
+
+
+def test_swapped_laterality_is_contradicted(verifier: GroundingVerifier) -> None:
+    status, _, reason = one(verifier, "Right knee swelling noted on exam.")
+    assert status == "contradicted"
+    assert reason.startswith("laterality differs: right vs left")
+
+
+def test_other_drug_is_contradicted(verifier: GroundingVerifier) -> None:
+    status, _, reason = one(verifier, "Takes losartan 10 mg daily.")
+    assert status == "contradicted"
+    assert "named drug differs: losartan" in reason
+
+
+def test_invented_condition_is_not_grounded(verifier: GroundingVerifier) -> None:
+    status, _, reason = one(verifier, "Type 2 diabetes and hypothyroidism, well controlled.")
+    assert status != "grounded"
+    assert "hypothyroidism" in reason
+
+
+def test_spoken_values_in_a_transcript_ground_written_ones() -> None:
+    verifier = GroundingVerifier(embedder=FakeEmbedder(), semantic_threshold=0.4)  # type: ignore[arg-type]
+    dialogue = (
+        "[doctor] your blood pressure today is one thirty two over eighty four .\n"
+        "[patient] okay .\n[doctor] and you take lisinopril twenty milligrams a day ?\n"
+        "[patient] yes ."
+    )
+    result = verifier.verify(
+        "Blood pressure today is 132/84. He takes lisinopril 20 mg a day.",
+        [SourceChunk("visit", dialogue, "transcript")],
+    )
+    assert [s.status for s in result.statements] == ["grounded", "grounded"]
+
+
+def test_answered_no_reads_as_negation(verifier: GroundingVerifier) -> None:
+    dialogue = "[doctor] any chest pain ?\n[patient] no .\n[doctor] okay ."
+    src = [SourceChunk("visit", dialogue, "transcript")]
+    assert verifier.verify("He denies chest pain.", src).statements[0].status == "grounded"
+    assert verifier.verify("He has chest pain.", src).statements[0].status == "contradicted"
+
+
+def test_unrelated_statement_is_unsupported(verifier: GroundingVerifier) -> None:
+    status, method, reason = one(verifier, "The MRI of the brain was unremarkable.")
+    assert (status, method) == ("unsupported", "unsupported")
+    assert reason
+
+
+def test_result_score_lists_and_checks(verifier: GroundingVerifier) -> None:
+    answer = "He denies chest pain. Takes metformin 1000 mg b.i.d. The MRI was normal."
+    result = verifier.verify(answer, [SourceChunk("note-1", NOTE)])
+    assert [s.status for s in result.statements] == ["grounded", "contradicted", "unsupported"]
+    assert result.grounding_score == pytest.approx(1 / 3)
+    assert not result.overall_grounded
+    assert result.unsupported_statements == (
+        "Takes metformin 1000 mg b.i.d.",
+        "The MRI was normal.",
+    )
+    assert any("contradicts source note-1" in w for w in result.warnings)
+    assert result.checks["exact"].status == "ok"
+    assert result.checks["semantic"].status == "ok"
+    assert result.checks["inference"].status == "unavailable"
+    assert "no NLI model configured" in str(result.checks["nli"])
+    for s in result.statements:
+        assert answer[s.start : s.end] == s.statement
+        assert 0.0 <= s.confidence <= 1.0
+    data = result.to_dict()
+    json.dumps(data)  # JSON-safe
+    assert set(data) == {
+        "grounding_score",
+        "overall_grounded",
+        "statements",
+        "unsupported_statements",
+        "warnings",
+        "checks",
+    }
+    assert {
+        "index",
+        "text",
+        "status",
+        "verification_method",
+        "confidence",
+        "source_id",
+        "evidence",
+        "start",
+        "end",
+    } <= set(data["statements"][0])
+    assert data["checks"]["inference"].startswith("unavailable")
+
+
+def test_coordinated_claims_are_checked_one_by_one(verifier: GroundingVerifier) -> None:
+    result = verifier.verify("He takes metformin and atorvastatin.", [SourceChunk("note-1", NOTE)])
+    assert [s.statement for s in result.statements] == [
+        "He takes metformin",
+        "He takes atorvastatin",
+    ]
+    assert [s.status for s in result.statements] == ["grounded", "unsupported"]
+    assert result.grounding_score == 0.5
+
+
+def test_without_embedder_semantic_tier_is_unavailable() -> None:
+    result = GroundingVerifier().verify("Swelling of the left knee.", [SourceChunk("note-1", NOTE)])
+    assert result.checks["semantic"].status == "unavailable"
+    assert any("semantic tier unavailable" in w for w in result.warnings)
+
+
+def test_failing_embedder_is_reported_not_hidden() -> None:
+    class Broken:
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            raise RuntimeError("boom")
+
+    result = GroundingVerifier(embedder=Broken()).verify(  # type: ignore[arg-type]
+        "Swelling of the left knee.", [SourceChunk("note-1", NOTE)]
+    )
+    assert result.checks["semantic"].status == "failed"
+    assert result.statements[0].status == "unsupported"
+
+
+def test_no_sources_gives_unsupported_with_warning(verifier: GroundingVerifier) -> None:
+    result = verifier.verify("He denies chest pain.", [])
+    assert result.statements[0].status == "unsupported"
+    assert result.checks["exact"].status == "skipped"
+    assert result.warnings[0].startswith("no sources given")
+
+
+@pytest.mark.parametrize("answer", ["", "   ", "\n\n"])
+def test_empty_answer_is_an_error(verifier: GroundingVerifier, answer: str) -> None:
+    with pytest.raises(ValueError, match="answer: contains no statement"):
+        verifier.verify(answer, [SourceChunk("note-1", NOTE)])
+
+
+def test_bad_sources_are_named() -> None:
+    with pytest.raises(ValueError, match="source id"):
+        SourceChunk("", "text")
+    with pytest.raises(ValueError, match="type"):
+        SourceChunk("a", "text", "email")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"sources\[1\]\.id: duplicate"):
+        GroundingVerifier().verify("x is y.", [SourceChunk("a", "t"), SourceChunk("a", "u")])
+    with pytest.raises(ValueError, match="semantic_threshold"):
+        GroundingVerifier(semantic_threshold=1.5)
+
+
+def test_batch_matches_single_and_embeds_once() -> None:
+    fake = FakeEmbedder()
+    v = GroundingVerifier(embedder=fake, semantic_threshold=0.5)  # type: ignore[arg-type]
+    cases = [
+        ("He denies chest pain.", [SourceChunk("a", NOTE)]),
+        ("On exam there was swelling of the left knee.", [SourceChunk("b", NOTE)]),
+    ]
+    batch = v.verify_batch(cases)
+    single = [v.verify(a, s) for a, s in cases]
+    assert [r.to_dict() for r in batch] == [r.to_dict() for r in single]
+
+
+def test_verify_statement_and_statements(verifier: GroundingVerifier) -> None:
+    s = verifier.verify_statement("Takes metformin and lisinopril.", [SourceChunk("n", NOTE)])
+    assert s.statement == "Takes metformin and lisinopril."
+    many = verifier.verify_statements(
+        ["He denies chest pain.", "BP 150/90."], [SourceChunk("n", NOTE)]
+    )
+    assert [m.status for m in many] == ["grounded", "contradicted"]
+
+
+def test_fact_helpers() -> None:
+    assert [(q.value, q.unit) for q in quantities("twenty milligrams, 6.8%, 132/84")] == [
+        ("20", "mg"),
+        ("6.8", "%"),
+        ("132/84", "mmhg"),
+    ]
+    assert [(q.value, q.unit) for q in quantities("one twenty eight over seventy")] == [
+        ("128", None),
+        ("70", None),
+    ]
+    assert quantities("seen on 10/10/2020 for COVID-19") == []
+    assert drug_mentions("Lasix 40 mg and atorvastatin") == ["lasix", "atorvastatin"]
+    assert "congestive heart failure" in condition_mentions("history of congestive heart failure")
+    assert condition_mentions("the diagnosis is clear") == []
+    assert compare_facts("Takes furosemide daily.", ["takes lasix daily"]).status == "agree"
+    assert compare_facts("Has high blood pressure.", ["history of hypertension"]).status == "agree"
+
+
+def test_no_patient_text_in_logs(
+    verifier: GroundingVerifier, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    secret_answer = "Zebulon Quartermaine takes metformin 1000 mg b.i.d. and denies chest pain."
+    secret_source = "Zebulon Quartermaine takes metformin 500 mg b.i.d. Xylophone clinic."
+
+    class Broken:
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            raise RuntimeError("Zebulon Quartermaine")
+
+    verifier.verify(secret_answer, [SourceChunk("s", secret_source)])
+    GroundingVerifier(embedder=Broken()).verify(  # type: ignore[arg-type]
+        secret_answer, [SourceChunk("s", secret_source)]
+    )
+    assert caplog.records, "the verifier logs a summary"
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    for word in ("Zebulon", "Quartermaine", "metformin", "1000", "Xylophone", "chest"):
+        assert word not in logged

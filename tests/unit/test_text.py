@@ -1,0 +1,106 @@
+"""Sentence and statement splitting on clinical text, with offsets."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.text import normalize, normalize_with_map, split_sentences, split_statements
+
+NOTE = """Assessment: Patient is stable. Takes metformin 500 mg b.i.d. daily.
+HbA1c was 6.8% approx. 3 months ago. BP 132/84 today. Dr. Smith saw him.
+PLAN
+- Continue metformin.
+- Recheck A1c in 3 months.
+1. Follow up with Dr. Jones in 2 wks.
+2) He denies fever, chills and weight loss, and he quit smoking in 2019."""
+
+
+def texts(spans: list) -> list[str]:
+    return [s.text for s in spans]
+
+
+def test_sentences_survive_clinical_abbreviations_and_numbers() -> None:
+    assert texts(split_sentences(NOTE)) == [
+        "Patient is stable.",
+        "Takes metformin 500 mg b.i.d. daily.",
+        "HbA1c was 6.8% approx. 3 months ago.",
+        "BP 132/84 today.",
+        "Dr. Smith saw him.",
+        "Continue metformin.",
+        "Recheck A1c in 3 months.",
+        "Follow up with Dr. Jones in 2 wks.",
+        "He denies fever, chills and weight loss, and he quit smoking in 2019.",
+    ]
+
+
+def test_sentence_offsets_index_the_original() -> None:
+    for span in split_sentences(NOTE):
+        assert NOTE[span.start : span.end] == span.text
+
+
+def test_header_only_lines_and_bullets_are_not_sentences() -> None:
+    text = "HISTORY OF PRESENT ILLNESS\n\n* Cough for 2 weeks.\n* No fever.\nPlan:\nRest."
+    assert texts(split_sentences(text)) == ["Cough for 2 weeks.", "No fever.", "Rest."]
+
+
+def test_vital_sign_line_in_capitals_is_kept() -> None:
+    assert texts(split_sentences("BP 150/90.")) == ["BP 150/90."]
+
+
+def test_speaker_tags_split_turns() -> None:
+    dialogue = "[doctor] any fever ?\n[patient] no .\n[doctor] okay ."
+    assert texts(split_sentences(dialogue)) == ["any fever ?", "no .", "okay ."]
+
+
+def test_sentence_ends_before_a_unit_at_the_end() -> None:
+    assert texts(split_sentences("He takes 500 mg. He is well.")) == [
+        "He takes 500 mg.",
+        "He is well.",
+    ]
+
+
+def test_coordinated_drugs_become_separate_statements() -> None:
+    text = "The patient takes metformin and lisinopril."
+    spans = split_statements(text)
+    assert texts(spans) == ["The patient takes metformin", "The patient takes lisinopril"]
+    assert text[spans[1].start : spans[1].end] == "lisinopril"
+
+
+def test_negated_list_keeps_its_negation() -> None:
+    spans = split_statements("He denies fever, chills and weight loss.")
+    assert texts(spans) == ["He denies fever", "He denies chills", "He denies weight loss"]
+
+
+def test_clauses_with_their_own_subject_are_split() -> None:
+    text = "She has asthma, and she uses albuterol."
+    spans = split_statements(text)
+    assert texts(spans) == ["She has asthma", "she uses albuterol."]
+    for s in spans:
+        assert text[s.start : s.end] == s.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Dose between 5 and 10 mg.",
+        "Risks and benefits were discussed.",
+        "He takes metformin or glipizide.",
+    ],
+)
+def test_unsafe_coordination_is_left_whole(text: str) -> None:
+    assert texts(split_statements(text)) == [text]
+
+
+def test_normalize_keeps_values_and_maps_offsets() -> None:
+    text = "BP 132/84, HbA1c 6.8%. Dose: 1,000 mg!"
+    norm, mapping = normalize_with_map(text)
+    assert norm == "bp 132/84 hba1c 6.8% dose 1000 mg"
+    assert len(norm) == len(mapping)
+    pos = norm.index("132/84")
+    assert text[mapping[pos] : mapping[pos + 5] + 1] == "132/84"
+    assert normalize("  He  DENIES\u2019 pain ") == "he denies pain"
+
+
+def test_empty_text_has_no_sentences() -> None:
+    assert split_sentences("") == []
+    assert split_statements("   \n ") == []
