@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 def _selfcheck_detector(pipeline: QualityPipeline) -> Any:
     from core import selfcheck
 
-    return selfcheck.SelfCheckCombined(encoder=pipeline.embedder)
+    # The shipped weights use no embedding features (they did not help on WikiBio).
+    return selfcheck.SelfCheckCombined()
 
 
 def _generate_samples(pipeline: QualityPipeline, w: _Work) -> list[str]:

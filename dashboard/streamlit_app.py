@@ -27,21 +27,27 @@ pages = {
         PAGES / "review.py", title="Review queue", icon=":material/rule:", url_path="review"
     ),
     "report": st.Page(
-        PAGES / "report.py", title="Query report", icon=":material/description:",
+        PAGES / "report.py",
+        title="Query report",
+        icon=":material/description:",
         url_path="report",
     ),
     "upload": st.Page(
         PAGES / "upload.py", title="Upload", icon=":material/upload_file:", url_path="upload"
     ),
     "calibration": st.Page(
-        PAGES / "calibration.py", title="Calibration", icon=":material/tune:",
+        PAGES / "calibration.py",
+        title="Calibration",
+        icon=":material/tune:",
         url_path="calibration",
     ),
     "patients": st.Page(
         PAGES / "patients.py", title="Patients", icon=":material/person:", url_path="patients"
     ),
     "admin": st.Page(
-        PAGES / "admin.py", title="Admin", icon=":material/admin_panel_settings:",
+        PAGES / "admin.py",
+        title="Admin",
+        icon=":material/admin_panel_settings:",
         url_path="admin",
     ),
 }

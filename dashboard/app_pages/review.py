@@ -38,12 +38,24 @@ if total and idx >= total:
     rows, total = data.flagged(f, statuses=tuple(statuses), review_state=state, offset=idx, limit=1)
 c3.metric("In queue", f"{total:,}")
 
+actor = reviewer_name()
+
+
+def _exported(what: str, csv_text: str) -> str:
+    """Audit an export when the user downloads it (runs on click, outside the script)."""
+    data.audit(actor=actor, action="export", target_type=what, target_id="csv")
+    return csv_text
+
+
 with st.expander("Export as CSV"):
     st.download_button(
         "Queue (CSV)",
-        data=lambda: exports.rows_to_csv(
-            data.queue_rows(f, statuses=tuple(statuses), review_state=state),
-            exports.QUEUE_FIELDS,
+        data=lambda: _exported(
+            "review_queue",
+            exports.rows_to_csv(
+                data.queue_rows(f, statuses=tuple(statuses), review_state=state),
+                exports.QUEUE_FIELDS,
+            ),
         ),
         file_name="review_queue.csv",
         mime="text/csv",
@@ -52,7 +64,9 @@ with st.expander("Export as CSV"):
     )
     st.download_button(
         "Verdicts (CSV)",
-        data=lambda: exports.rows_to_csv(data.reviews_export(), exports.VERDICT_FIELDS),
+        data=lambda: _exported(
+            "verdicts", exports.rows_to_csv(data.reviews_export(), exports.VERDICT_FIELDS)
+        ),
         file_name="verdicts.csv",
         mime="text/csv",
         key="review_export_verdicts",
@@ -64,6 +78,15 @@ if not rows:
     st.stop()
 
 item = rows[0]
+audited = st.session_state.setdefault("review_audited", set())
+if item["statement_check_id"] not in audited:
+    data.audit(
+        actor=actor,
+        action="view",
+        target_type="statement_check",
+        target_id=str(item["statement_check_id"]),
+    )
+    audited.add(item["statement_check_id"])
 nav1, nav2, nav3 = st.columns([1, 1, 4])
 if nav1.button("Previous", key="review_prev", disabled=idx == 0):
     st.session_state["review_index"] = max(0, idx - 1)
