@@ -198,18 +198,19 @@ else:
     st.caption("No claim audit rows for this answer.")
 
 actor = reviewer_name()
+shown = dict(conv)  # the lambdas below run on click, after this script
 
 
 def _exported(fmt: str, text: str) -> str:
     """Audit a report download when the user clicks (runs outside the script)."""
-    data.audit(actor=actor, action="export", target_type="conversation", target_id=conv["id"])
+    data.audit(actor=actor, action="export", target_type="conversation", target_id=shown["id"])
     return text
 
 
 d1, d2 = st.columns(2)
 d1.download_button(
     "Download report (HTML)",
-    data=lambda: _exported("html", exports.report_html(conv)),
+    data=lambda: _exported("html", exports.report_html(shown)),
     file_name=f"report-{conv['external_id']}.html",
     mime="text/html",
     key="report_download_html",
@@ -217,7 +218,7 @@ d1.download_button(
 )
 d2.download_button(
     "Download report (Markdown)",
-    data=lambda: _exported("markdown", exports.report_markdown(conv)),
+    data=lambda: _exported("markdown", exports.report_markdown(shown)),
     file_name=f"report-{conv['external_id']}.md",
     mime="text/markdown",
     key="report_download_md",

@@ -238,3 +238,7 @@ def test_a_reviewer_reads_text_and_verdicts_carry_the_login(
         review = s.execute(select(m.Review).order_by(col(m.Review.id).desc())).scalars().first()
     assert review is not None
     assert review.reviewer == "rita"
+    with read_session(get_engine(seeded_db.url)) as s:
+        views = s.execute(select(m.AuditEvent).where(col(m.AuditEvent.action) == "view")).scalars()
+        seen = {(e.actor, e.target_type) for e in views}
+    assert ("rita", "statement_check") in seen  # the flagged statement view is audited
