@@ -187,14 +187,10 @@ class QualityPipeline:
 
     def _load_llm(self, llm: Any) -> LLMClient | None:
         if llm != "auto":
-            self.backend_status["llm"] = (
-                OK if llm is not None else unavailable("no LLM configured")
-            )
+            self.backend_status["llm"] = OK if llm is not None else unavailable("no LLM configured")
             return llm
         if not self.settings.llm_base_url:
-            self.backend_status["llm"] = unavailable(
-                "no LLM configured (GROUNDWATCH_LLM_BASE_URL)"
-            )
+            self.backend_status["llm"] = unavailable("no LLM configured (GROUNDWATCH_LLM_BASE_URL)")
             return None
         from core.backends.llm import client_from_settings
 
@@ -408,7 +404,9 @@ class QualityPipeline:
         if consistency is not None:
             w.warnings.extend(consistency.warnings)
         if confidence is not None and confidence.overall_confidence < s.confidence_score_threshold:
-            w.warnings.append(f"Low confidence ({confidence.overall_confidence:.2f}): verify source")
+            w.warnings.append(
+                f"Low confidence ({confidence.overall_confidence:.2f}): verify source"
+            )
 
         statements = list(w.grounding.statements) if w.grounding is not None else []
         flagged_statements = sum(1 for st in statements if st.status != "grounded")
@@ -546,7 +544,7 @@ class QualityPipeline:
             bundle.evidence.append(
                 m.EvidenceValidation(conversation_id=conv_id, **w.evidence.to_storage_dict())
             )
-        from core.pipeline_selfcheck import selfcheck_rows, claim_rows
+        from core.pipeline_selfcheck import claim_rows, selfcheck_rows
 
         bundle.selfcheck.extend(selfcheck_rows(w, conv_id, keep_text=keep_text))
         bundle.claims.extend(claim_rows(w, conv_id, keep_text=keep_text))

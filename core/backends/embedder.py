@@ -92,8 +92,9 @@ class Embedder:
         self.model_name = os.path.basename(os.path.normpath(path)) or DEFAULT_MODEL_NAME
         if "minilm" in path.lower():
             self.model_name = DEFAULT_MODEL_NAME
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or getattr(
-            self._model, "get_sentence_embedding_dimension"
+        get_dim = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
         )
         self.dimension = int(get_dim() or 384)
         self.batch_size = batch_size

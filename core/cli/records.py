@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from sqlalchemy.engine import Engine
 
 from core.cli.common import (
     EXIT_INVALID,
@@ -28,7 +29,7 @@ from core.storage.db import DatabaseError, get_engine, read_session, upgrade_to_
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
-def _migrated_engine(as_json: bool):  # type: ignore[no-untyped-def]
+def _migrated_engine(as_json: bool) -> Engine:
     settings = get_settings()
     try:
         upgrade_to_head(settings.database_url)
@@ -89,9 +90,7 @@ def import_records(
     pipeline = QualityPipeline(settings=settings, engine=engine)
     items = [r for _, r in records]
     try:
-        with typer.progressbar(
-            length=len(items), label="checking records", file=sys.stderr
-        ) as bar:
+        with typer.progressbar(length=len(items), label="checking records", file=sys.stderr) as bar:
             reports = pipeline.process_many(items, progress=bar.update)
     except DatabaseError as exc:
         fail(str(exc), code=EXIT_IO, as_json=as_json, error="database")
@@ -158,7 +157,12 @@ def export_records(
     engine = _migrated_engine(as_json)
     with read_session(engine) as session:
         if patient is not None and not repo.patient_exists(session=session, patient_id=patient):
-            fail(f"unknown patient id: {patient!r}", code=EXIT_IO, as_json=as_json, error="unknown_patient")
+            fail(
+                f"unknown patient id: {patient!r}",
+                code=EXIT_IO,
+                as_json=as_json,
+                error="unknown_patient",
+            )
         rows = repo.iter_export(session=session, patient_id=patient, since=when)
         if fmt == "json":
             for row in rows:
@@ -202,7 +206,9 @@ def serve(
         )
         raise typer.Exit(EXIT_IO)
     app_path = Path(dashboard.__file__).parent / "streamlit_app.py"
-    typer.echo(f"Groundwatch dashboard: http://{'localhost' if bind == '127.0.0.1' else bind}:{port}")
+    typer.echo(
+        f"Groundwatch dashboard: http://{'localhost' if bind == '127.0.0.1' else bind}:{port}"
+    )
     cmd = [
         sys.executable,
         "-m",

@@ -26,9 +26,7 @@ def record(i: int, **over: object) -> dict[str, object]:
         "timestamp": f"2026-01-{(i % 28) + 1:02d}T09:00:00Z",
         "query": "What medications is the patient on?",
         "answer": "The patient takes metformin 500 mg twice daily.",
-        "sources": [
-            {"id": "s-1", "text": "Medications: metformin 500 mg b.i.d.", "type": "note"}
-        ],
+        "sources": [{"id": "s-1", "text": "Medications: metformin 500 mg b.i.d.", "type": "note"}],
         "model": "model-a",
     }
     base.update(over)
@@ -71,7 +69,8 @@ def test_import_is_idempotent_and_updates_edits(use_db: str, tmp_path: Path) -> 
     assert count(use_db) == 5
     with read_session(get_engine(use_db)) as s:
         d = repo.get_conversation(session=s, conversation_id="ext-2")
-    assert d is not None and d.conversation.answer is not None
+    assert d is not None
+    assert d.conversation.answer is not None
     assert "warfarin" in d.conversation.answer
     assert d.conversation.grounding_score is not None
     assert any(st.status != "grounded" for st in d.statements)
@@ -122,7 +121,9 @@ def test_skip_invalid_stores_the_valid_lines(use_db: str, tmp_path: Path) -> Non
     assert count(use_db) == 2
 
 
-def test_duplicate_id_in_one_file(sqlite_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_duplicate_id_in_one_file(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("GROUNDWATCH_DATABASE_URL", sqlite_url)
     f = write_jsonl(tmp_path / "r.jsonl", [record(0), record(0)])
     code, out, _ = run("import", str(f), "--json")
@@ -137,14 +138,17 @@ def test_empty_missing_and_oversized_files(
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"\n\n")
     code, out, _ = run("import", str(empty), "--json")
-    assert code == 2 and json.loads(out)["error"] == "empty"
+    assert code == 2
+    assert json.loads(out)["error"] == "empty"
     code, out, _ = run("import", str(tmp_path / "missing.jsonl"), "--json")
-    assert code == 1 and "not found" in json.loads(out)["message"]
+    assert code == 1
+    assert "not found" in json.loads(out)["message"]
     monkeypatch.setenv("GROUNDWATCH_MAX_INPUT_BYTES", "100")
     reset_settings_cache()
     big = write_jsonl(tmp_path / "big.jsonl", [record(i) for i in range(3)])
     code, out, _ = run("import", str(big), "--json")
-    assert code == 2 and json.loads(out)["error"] == "too_large"
+    assert code == 2
+    assert json.loads(out)["error"] == "too_large"
 
 
 def test_export_json_and_csv(use_db: str, tmp_path: Path) -> None:
@@ -161,9 +165,11 @@ def test_export_json_and_csv(use_db: str, tmp_path: Path) -> None:
     code, out, _ = run("export", "--format", "csv", "--since", "2026-01-03")
     lines = out.strip().splitlines()
     assert lines[0].startswith("id,patient_id,timestamp")
-    assert len(lines) == 2 and lines[1].startswith("ext-3,")
+    assert len(lines) == 2
+    assert lines[1].startswith("ext-3,")
     code, out, _ = run("export", "--patient", "nobody", "--json")
-    assert code == 1 and json.loads(out)["error"] == "unknown_patient"
+    assert code == 1
+    assert json.loads(out)["error"] == "unknown_patient"
 
 
 def test_subprocess_import_and_bad_database_url(sqlite_url: str, tmp_path: Path) -> None:
@@ -172,22 +178,33 @@ def test_subprocess_import_and_bad_database_url(sqlite_url: str, tmp_path: Path)
     env["GROUNDWATCH_ENABLE_GROUNDING_VERIFICATION"] = "false"
     done = subprocess.run(
         [sys.executable, "-m", "core.cli", "import", str(f), "--json"],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["imported"] == 1
     env["GROUNDWATCH_DATABASE_URL"] = "postgresql://nobody@127.0.0.1:1/none"
     bad = subprocess.run(
         [sys.executable, "-m", "core.cli", "init-db"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert bad.returncode == 1
     assert "Traceback" not in bad.stderr
-    assert bad.stderr.strip().count("\n") == 0 and "cannot connect" in bad.stderr
+    assert bad.stderr.strip().count("\n") == 0
+    assert "cannot connect" in bad.stderr
     env["GROUNDWATCH_DATABASE_URL"] = "oracle://x"
     bad = subprocess.run(
         [sys.executable, "-m", "core.cli", "init-db"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    assert bad.returncode == 1 and "GROUNDWATCH_DATABASE_URL" in bad.stderr
+    assert bad.returncode == 1
+    assert "GROUNDWATCH_DATABASE_URL" in bad.stderr
     assert "Traceback" not in bad.stderr

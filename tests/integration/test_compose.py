@@ -21,7 +21,10 @@ def test_compose_file_is_valid() -> None:
         pytest.skip("docker-compose binary not installed")
     done = subprocess.run(
         [binary, "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
 

@@ -343,3 +343,38 @@ def test_verify_html_payload_is_a_safe_result(env: Path) -> None:
     out = invoke("verify", answer, "--source", source)
     assert out.code == 0, out.output[:500]
     assert isinstance(out.body, dict)
+
+
+# --------------------------------------------------------------------------- upload page
+
+UPLOAD_CASES: dict[str, tuple[str, bytes]] = {
+    "malformed": ("quotes.json", BAD_JSON["malformed"]),
+    "truncated": ("quotes.json", BAD_JSON["truncated"]),
+    "wrong_type": ("quotes.json", BAD_JSON["wrong_type"]),
+    "invalid_utf8": ("quotes.json", BAD_JSON["invalid_utf8"]),
+    "null_byte": ("quotes.json", BAD_JSON["null_byte"]),
+    "deeply_nested": ("quotes.json", BAD_JSON["deeply_nested"]),
+    "too_large": ("quotes.json", BAD_JSON["too_large"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UPLOAD_CASES))
+def test_upload_page_refuses_bad_evidence(env: Path, case: str) -> None:
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    app_path = Path(__file__).resolve().parents[2] / "dashboard" / "streamlit_app.py"
+    st.cache_data.clear()
+    at = AppTest.from_file(str(app_path), default_timeout=60).run()
+    at.switch_page("app_pages/upload.py").run()
+    at.file_uploader(key="upload_transcript").set_value(
+        ("visit.txt", (SOURCE + SCRIPT).encode(), "text/plain")
+    )
+    name, payload = UPLOAD_CASES[case]
+    at.file_uploader(key="upload_evidence").set_value((name, payload, "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert any(name in e for e in errors), errors
+    assert all(SENTINEL not in e for e in errors)
+    assert count(env) == 0

@@ -22,7 +22,9 @@ NOTE = (
 )
 
 
-def rec(i: int, day: int, answer: str, *, patient: str = "p-1", **extra: object) -> ConversationRecord:
+def rec(
+    i: int, day: int, answer: str, *, patient: str = "p-1", **extra: object
+) -> ConversationRecord:
     return ConversationRecord.model_validate(
         {
             "id": f"r-{i}",
@@ -38,16 +40,27 @@ def rec(i: int, day: int, answer: str, *, patient: str = "p-1", **extra: object)
 
 
 HISTORY = [
-    rec(1, 2, "The patient takes metformin 500 mg twice daily, lisinopril 10 mg daily and "
-              "atorvastatin 20 mg nightly. She is allergic to penicillin. She has type 2 "
-              "diabetes and hypertension."),
+    rec(
+        1,
+        2,
+        "The patient takes metformin 500 mg twice daily, lisinopril 10 mg daily and "
+        "atorvastatin 20 mg nightly. She is allergic to penicillin. She has type 2 "
+        "diabetes and hypertension.",
+    ),
     rec(2, 9, "Atorvastatin was discontinued due to myalgia. Blood pressure 142/88."),
-    rec(3, 16, "Blood pressure today 128/80. Lisinopril was stopped and then restarted at 10 mg "
-               "daily."),
+    rec(
+        3,
+        16,
+        "Blood pressure today 128/80. Lisinopril was stopped and then restarted at 10 mg daily.",
+    ),
     # The contradictions: a discontinued drug listed as current, a denied chronic diagnosis,
     # an allergy that vanished.
-    rec(4, 23, "She currently takes atorvastatin 20 mg nightly. She has no history of diabetes. "
-               "No known drug allergies."),
+    rec(
+        4,
+        23,
+        "She currently takes atorvastatin 20 mg nightly. She has no history of diabetes. "
+        "No known drug allergies.",
+    ),
     # Another patient saying the opposite is not a contradiction for p-1.
     rec(5, 24, "He takes atorvastatin 20 mg nightly and has no diabetes.", patient="p-2"),
 ]
@@ -85,11 +98,18 @@ def test_consistency_over_a_patient_history(pipeline: QualityPipeline, engine: E
 def test_report_metrics_statuses_and_storage(pipeline: QualityPipeline, engine: Engine) -> None:
     good, bad = pipeline.process_many(
         [
-            rec(1, 2, "The patient takes metformin 500 mg twice daily. She is allergic to "
-                      "penicillin."),
-            rec(2, 3, "The patient takes metformin 1000 mg twice daily and warfarin 5 mg "
-                      "daily.", samples=["She takes metformin 500 mg.", "Metformin 500 mg."],
-                temperature=0.3),
+            rec(
+                1,
+                2,
+                "The patient takes metformin 500 mg twice daily. She is allergic to penicillin.",
+            ),
+            rec(
+                2,
+                3,
+                "The patient takes metformin 1000 mg twice daily and warfarin 5 mg daily.",
+                samples=["She takes metformin 500 mg.", "Metformin 500 mg."],
+                temperature=0.3,
+            ),
         ]
     )
     assert good.metrics.grounding_score == 1.0
@@ -103,8 +123,9 @@ def test_report_metrics_statuses_and_storage(pipeline: QualityPipeline, engine: 
     assert bad.checks["selfcheck"].status == "ok"
     assert bad.selfcheck.sample_count == 2
     assert bad.execution_time_ms >= 0
-    assert any("warfarin" in st.statement for st in bad.grounding.statements
-               if st.status != "grounded")
+    assert any(
+        "warfarin" in st.statement for st in bad.grounding.statements if st.status != "grounded"
+    )
     with read_session(engine) as s:
         detail = repo.get_conversation(session=s, conversation_id="r-2")
     assert detail is not None
@@ -113,15 +134,20 @@ def test_report_metrics_statuses_and_storage(pipeline: QualityPipeline, engine: 
     assert c.check_status["grounding.inference"]["status"] == "unavailable"
     assert c.feature_flags["hallucination_detection"] is False
     assert len(detail.statements) == len(bad.grounding.statements)
-    assert detail.selfcheck and detail.selfcheck[0].status == "ok"
-    assert detail.confidence and detail.confidence[0].extraction_confidence == pytest.approx(0.85)
+    assert detail.selfcheck
+    assert detail.selfcheck[0].status == "ok"
+    assert detail.confidence
+    assert detail.confidence[0].extraction_confidence == pytest.approx(0.85)
     # the same record again changes nothing
-    again = pipeline.process(rec(1, 2, "The patient takes metformin 500 mg twice daily. She is "
-                                       "allergic to penicillin."))
+    again = pipeline.process(
+        rec(1, 2, "The patient takes metformin 500 mg twice daily. She is allergic to penicillin.")
+    )
     assert again.store_status == "unchanged"
 
 
-def test_evidence_quotes_are_grounded_and_counted(pipeline: QualityPipeline, engine: Engine) -> None:
+def test_evidence_quotes_are_grounded_and_counted(
+    pipeline: QualityPipeline, engine: Engine
+) -> None:
     transcript = "[doctor] How do you sleep? [patient] I can't sleep at night <laughter> at all."
     report = pipeline.process(
         ConversationRecord.model_validate(
@@ -131,8 +157,10 @@ def test_evidence_quotes_are_grounded_and_counted(pipeline: QualityPipeline, eng
                 "query": "PHQ-8 evidence",
                 "answer": "The patient reports poor sleep.",
                 "sources": [{"id": "t", "text": transcript, "type": "transcript"}],
-                "evidence": {"PHQ8_Sleep": ["I can't sleep at night"],
-                             "PHQ8_Depressed": ["I feel hopeless every day"]},
+                "evidence": {
+                    "PHQ8_Sleep": ["I can't sleep at night"],
+                    "PHQ8_Depressed": ["I feel hopeless every day"],
+                },
             }
         )
     )
@@ -141,7 +169,8 @@ def test_evidence_quotes_are_grounded_and_counted(pipeline: QualityPipeline, eng
     assert report.evidence.stats.rejected_count == 1
     with read_session(engine) as s:
         d = repo.get_conversation(session=s, conversation_id="ev-1")
-    assert d is not None and d.evidence[0].rejected_count == 1
+    assert d is not None
+    assert d.evidence[0].rejected_count == 1
     assert d.evidence[0].transcript_len == len(transcript)
 
 
@@ -153,7 +182,8 @@ def test_disabled_history_keeps_scores_not_text(engine: Engine) -> None:
     with read_session(engine) as s:
         d = repo.get_conversation(session=s, conversation_id="r-1")
     assert d is not None
-    assert d.conversation.answer is None and d.conversation.query is None
+    assert d.conversation.answer is None
+    assert d.conversation.query is None
     assert d.conversation.grounding_score == 1.0
     assert all(st.statement is None for st in d.statements)
 
@@ -164,8 +194,12 @@ def test_pipeline_logs_no_patient_text(
     sentinel = "Zebulon Quaxwright"
     caplog.set_level(logging.DEBUG)
     pipeline.process(
-        rec(1, 2, f"{sentinel} takes metformin 900 mg and quinapril.",
-            evidence={"PHQ8_Sleep": [f"{sentinel} cannot sleep"]})
+        rec(
+            1,
+            2,
+            f"{sentinel} takes metformin 900 mg and quinapril.",
+            evidence={"PHQ8_Sleep": [f"{sentinel} cannot sleep"]},
+        )
     )
     for record in caplog.records:
         assert sentinel not in record.getMessage()

@@ -95,11 +95,13 @@ def test_round_trip_with_checks(engine: Engine) -> None:
         assert detail.conversation.external_id == "ext-1"
         assert [st.status for st in detail.statements] == ["grounded", "unsupported"]
         ts = detail.conversation.query_timestamp
-        assert ts.tzinfo is not None and ts.utcoffset() == timedelta(0)
+        assert ts.tzinfo is not None
+        assert ts.utcoffset() == timedelta(0)
         assert ts == datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
         assert detail.conversation.sources[0]["id"] == "s-1"
         by_ext = repo.get_conversation(session=s, conversation_id="ext-1")
-        assert by_ext is not None and by_ext.conversation.id == out.conversation_id
+        assert by_ext is not None
+        assert by_ext.conversation.id == out.conversation_id
 
 
 def test_store_is_idempotent_and_edits_update(engine: Engine) -> None:
@@ -175,7 +177,8 @@ def test_trends_and_kpis_aggregate_in_sql(engine: Engine) -> None:
         ("2026-03-09", 1),
     ]
     assert weeks[0].grounding == pytest.approx(0.5)
-    assert only_a.conversations == 4 and only_a.grounding == pytest.approx(0.5)
+    assert only_a.conversations == 4
+    assert only_a.grounding == pytest.approx(0.5)
     assert window.conversations == 2
     assert models == ["model-a", "model-b"]
 
@@ -199,8 +202,10 @@ def test_flagged_statements_and_reviews(engine: Engine) -> None:
     with read_session(engine) as s:
         unreviewed, n_un = repo.flagged_statements(session=s, review_state="unreviewed")
         reviewed = repo.reviewed_statements(session=s)
-    assert n_un == 1 and unreviewed[0].statement_check_id != target
-    assert len(reviewed) == 1 and reviewed[0].verdict == "confirmed"
+    assert n_un == 1
+    assert unreviewed[0].statement_check_id != target
+    assert len(reviewed) == 1
+    assert reviewed[0].verdict == "confirmed"
     assert reviewed[0].reviewer == "dr.b"
     with pytest.raises(ValueError, match="verdict"), write_session(engine) as s:
         repo.create_review(
@@ -257,7 +262,9 @@ def test_purge_keeps_scores_and_verdicts(engine: Engine) -> None:
     old_row = next(r for r in rows if r.external_id == "old")
     with write_session(engine) as s:
         repo.create_review(
-            session=s, statement_check_id=old_row.statement_check_id, reviewer="r",
+            session=s,
+            statement_check_id=old_row.statement_check_id,
+            reviewer="r",
             verdict="confirmed",
         )
         n = repo.purge_text_before(session=s, cutoff=datetime(2025, 6, 1, tzinfo=UTC))
@@ -265,12 +272,14 @@ def test_purge_keeps_scores_and_verdicts(engine: Engine) -> None:
     with read_session(engine) as s:
         d = repo.get_conversation(session=s, conversation_id="old")
         assert d is not None
-        assert d.conversation.answer is None and d.conversation.query is None
+        assert d.conversation.answer is None
+        assert d.conversation.query is None
         assert d.conversation.grounding_score == pytest.approx(0.8)
         assert all(st.statement is None for st in d.statements)
         assert len(d.reviews) == 1
         fresh = repo.get_conversation(session=s, conversation_id="new")
-        assert fresh is not None and fresh.conversation.answer is not None
+        assert fresh is not None
+        assert fresh.conversation.answer is not None
 
 
 def test_caches_round_trip(engine: Engine) -> None:
@@ -283,11 +292,14 @@ def test_caches_round_trip(engine: Engine) -> None:
     store.put_many("mini", {"h1": vec})
     store.put_many("mini", {"h1": vec})  # no duplicate error
     got = store.get_many("mini", ["h1", "h2"])
-    assert list(got) == ["h1"] and np.array_equal(got["h1"], vec)
+    assert list(got) == ["h1"]
+    assert np.array_equal(got["h1"], vec)
     cache = repo.DbLLMCache(engine)
     cache.put("k", ChatResponse("Yes", "m", 10, 1, 12.5))
     hit = cache.get("k")
-    assert hit is not None and hit.text == "Yes" and hit.cached
+    assert hit is not None
+    assert hit.text == "Yes"
+    assert hit.cached
     with read_session(engine) as s:
         assert repo.llm_usage(session=s)["prompt_tokens"] == 10
 
@@ -300,7 +312,8 @@ def test_bad_database_url_gives_one_clear_line() -> None:
     with pytest.raises(DatabaseError) as info2:
         check_connection(eng)
     msg = str(info2.value)
-    assert "cannot connect" in msg and "\n" not in msg
+    assert "cannot connect" in msg
+    assert "\n" not in msg
 
 
 def test_sqlite_runs_wal_with_foreign_keys(sqlite_engine: Engine) -> None:

@@ -10,8 +10,10 @@ from core.config import Settings, SettingsError, get_settings, load_settings
 def test_defaults_follow_the_specifications() -> None:
     s = load_settings()
     assert s.database_url == "sqlite:///groundwatch.db"
-    assert s.enable_conversation_history and s.enable_grounding_verification
-    assert s.enable_consistency_checking and s.enable_confidence_calibration
+    assert s.enable_conversation_history
+    assert s.enable_grounding_verification
+    assert s.enable_consistency_checking
+    assert s.enable_confidence_calibration
     assert s.enable_hallucination_detection is False
     assert (s.grounding_score_threshold, s.consistency_score_threshold) == (0.7, 0.8)
     assert (s.confidence_score_threshold, s.hallucination_risk_threshold) == (0.6, 0.3)
@@ -22,7 +24,8 @@ def test_defaults_follow_the_specifications() -> None:
     assert s.evidence_quote_fuzzy_threshold == 0.85
     assert s.evidence_quote_fail_on_all_rejected is False
     assert s.evidence_quote_log_rejections is True
-    assert s.nli_model is None and s.llm_base_url is None
+    assert s.nli_model is None
+    assert s.llm_base_url is None
 
 
 def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
