@@ -269,12 +269,20 @@ class QualityPipeline:
         self._run_grounding(works)
         self._run_selfcheck(works)
         self._run_epistemic(works)
-        reports: list[QualityReport] = []
+        pending: list[tuple[repo.ConversationBundle, dict[str, Any]]] = []
+        timelines: dict[str, list[Any]] = {}
         with write_session(self.engine) as session:
             for work in works:
-                reports.append(self._finish(session, work))
+                pending.append(self._finish(session, work, timelines))
                 if progress is not None:
                     progress(1)
+            outcomes = repo.store_many(session=session, bundles=[b for b, _ in pending])
+        reports = [
+            QualityReport(
+                conversation_id=outcome.conversation_id, store_status=outcome.status, **fields
+            )
+            for (_, fields), outcome in zip(pending, outcomes, strict=True)
+        ]
         by_id = {r.external_id: r for r in reports}
         log.info("pipeline stored %d records", len(reports))
         return [by_id[r.id] for r in records]
@@ -372,14 +380,17 @@ class QualityPipeline:
 
     # ------------------------------------------------------------------ per record
 
-    def _finish(self, session: Session, w: _Work) -> QualityReport:
+    def _finish(
+        self, session: Session, w: _Work, timelines: dict[str, list[Any]]
+    ) -> tuple[repo.ConversationBundle, dict[str, Any]]:
+        """Score one record and build its rows (stored with the batch by the caller)."""
         from core.quality import assess_hallucination_risk, overall_quality
 
         s = self.settings
         rec = w.record
         conv_id = repo.conversation_id_for(rec.id)
         at = rec.when
-        consistency, mentions = self._consistency_for(session, w, conv_id, at)
+        consistency, mentions = self._consistency_for(session, w, conv_id, at, timelines)
         confidence = self._confidence_for(w, consistency)
 
         grounding_score = w.grounding.grounding_score if w.grounding is not None else None
@@ -548,35 +559,38 @@ class QualityPipeline:
 
         bundle.selfcheck.extend(selfcheck_rows(w, conv_id, keep_text=keep_text))
         bundle.claims.extend(claim_rows(w, conv_id, keep_text=keep_text))
-        outcome = repo.store_conversation(session=session, bundle=bundle)
         log.debug(
-            "stored record %s: %s, %d statements, %d contradictions",
+            "checked record %s: %d statements, %d contradictions",
             short_hash(rec.id),
-            outcome.status,
             len(statements),
             len(contradictions),
         )
-        return QualityReport(
-            external_id=rec.id,
-            conversation_id=outcome.conversation_id,
-            store_status=outcome.status,
-            metrics=metrics,
-            risk=risk,
-            warnings=warnings,
-            checks=checks,
-            execution_time_ms=elapsed,
-            is_flagged=is_flagged,
-            grounding=w.grounding,
-            evidence=w.evidence,
-            consistency=consistency,
-            confidence=confidence,
-            selfcheck=w.selfcheck,
-            epistemic=w.epistemic,
-        )
+        return bundle, {
+            "external_id": rec.id,
+            "metrics": metrics,
+            "risk": risk,
+            "warnings": warnings,
+            "checks": checks,
+            "execution_time_ms": elapsed,
+            "is_flagged": is_flagged,
+            "grounding": w.grounding,
+            "evidence": w.evidence,
+            "consistency": consistency,
+            "confidence": confidence,
+            "selfcheck": w.selfcheck,
+            "epistemic": w.epistemic,
+        }
 
     def _consistency_for(
-        self, session: Session, w: _Work, conv_id: str, at: datetime
+        self,
+        session: Session,
+        w: _Work,
+        conv_id: str,
+        at: datetime,
+        timelines: dict[str, list[Any]],
     ) -> tuple[Any, list[Any]]:
+        """Check the answer against the patient's timeline: stored rows read once per batch,
+        plus the rows of this batch's earlier records (kept in ``timelines``)."""
         from core.clinical import extract_mentions
         from core.consistency import TimelineEntry, timeline_entries
 
@@ -592,27 +606,32 @@ class QualityPipeline:
         if not self.settings.enable_consistency_checking:
             w.checks["consistency"] = skipped("consistency checking disabled")
             return None, entries
-        rows = repo.entity_timeline(session=session, patient_id=rec.patient_id, before=at)
-        timeline = [
-            TimelineEntry(
-                patient_id=r.patient_id,
-                conversation_id=r.conversation_id,
-                timestamp=r.at,
-                kind=r.kind,
-                name=r.name,
-                assertion=r.assertion,
-                action=r.action,
-                value=r.value,
-                unit=r.unit,
-                dose=r.dose,
-                frequency=r.frequency,
-                statement=r.statement or "",
-                statement_start=r.statement_start or 0,
-                statement_end=r.statement_end or 0,
-            )
-            for r in rows
-            if r.conversation_id != conv_id
-        ]
+        known = timelines.get(rec.patient_id)
+        if known is None:
+            rows = repo.entity_timeline(session=session, patient_id=rec.patient_id)
+            known = [
+                TimelineEntry(
+                    patient_id=r.patient_id,
+                    conversation_id=r.conversation_id,
+                    timestamp=r.at,
+                    kind=r.kind,
+                    name=r.name,
+                    assertion=r.assertion,
+                    action=r.action,
+                    value=r.value,
+                    unit=r.unit,
+                    dose=r.dose,
+                    frequency=r.frequency,
+                    statement=r.statement or "",
+                    statement_start=r.statement_start or 0,
+                    statement_end=r.statement_end or 0,
+                )
+                for r in rows
+            ]
+        # this record's own earlier version is replaced by what it says now
+        known = [e for e in known if e.conversation_id != conv_id]
+        timelines[rec.patient_id] = [*known, *entries]
+        timeline = [e for e in known if e.timestamp < at]
         try:
             result = self.consistency_checker.check(
                 mentions,

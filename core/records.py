@@ -184,6 +184,9 @@ def parse_jsonl(
             continue
         try:
             obj = json.loads(line)
+        except RecursionError:
+            errors.append(LineError(number, "malformed JSON (nested too deeply)"))
+            continue
         except json.JSONDecodeError as exc:
             errors.append(LineError(number, f"malformed JSON ({exc.msg} at column {exc.colno})"))
             continue

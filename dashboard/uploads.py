@@ -39,6 +39,8 @@ def _decode(name: str, data: bytes, *, max_bytes: int) -> str:
 def _json(name: str, text: str) -> Any:
     try:
         return json.loads(text)
+    except RecursionError:
+        raise UploadError(f"{name}: JSON nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise UploadError(
             f"{name}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"

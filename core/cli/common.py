@@ -121,6 +121,10 @@ def read_json(path: Path | str, *, what: str, max_bytes: int) -> Any:
     text = read_text(path, what=what, max_bytes=max_bytes)
     try:
         return json.loads(text)
+    except RecursionError:
+        raise InputError(
+            f"{what}: JSON nested too deeply", code=EXIT_INVALID, error="invalid_json"
+        ) from None
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",

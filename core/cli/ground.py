@@ -88,6 +88,10 @@ def _load_sources(paths: list[Path], *, max_bytes: int) -> list[SourceChunk]:
         if path.suffix.lower() == ".json":
             try:
                 data = json.loads(text)
+            except RecursionError:
+                raise InputError(
+                    f"{what}: JSON nested too deeply", code=EXIT_INVALID, error="invalid_json"
+                ) from None
             except json.JSONDecodeError as exc:
                 raise InputError(
                     f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
@@ -168,6 +172,9 @@ def _run_batch(path: Path, verifier: GroundingVerifier, *, max_bytes: int, as_js
             continue
         try:
             row = json.loads(line)
+        except RecursionError:
+            errors.append({"line": lineno, "error": "not valid JSON (nested too deeply)"})
+            continue
         except json.JSONDecodeError as exc:
             errors.append({"line": lineno, "error": f"not valid JSON ({exc.msg})"})
             continue

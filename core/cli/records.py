@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 import typer
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from core.cli.common import (
     EXIT_INVALID,
@@ -94,6 +95,14 @@ def import_records(
             reports = pipeline.process_many(items, progress=bar.update)
     except DatabaseError as exc:
         fail(str(exc), code=EXIT_IO, as_json=as_json, error="database")
+    except SQLAlchemyError as exc:
+        fail(
+            f"database error during the import ({type(exc).__name__}); nothing was stored, "
+            "re-run the import",
+            code=EXIT_IO,
+            as_json=as_json,
+            error="database",
+        )
     counts = {"imported": 0, "updated": 0, "unchanged": 0}
     for rep in reports:
         counts[rep.store_status] += 1

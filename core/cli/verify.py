@@ -53,6 +53,10 @@ def _load_sources(paths: list[Path], *, max_bytes: int, max_chars: int) -> list[
         if path.suffix.lower() == ".json":
             try:
                 data = json.loads(text)
+            except RecursionError:
+                raise InputError(
+                    f"{what}: JSON nested too deeply", code=EXIT_INVALID, error="invalid_json"
+                ) from None
             except json.JSONDecodeError as exc:
                 raise InputError(
                     f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",

@@ -34,6 +34,9 @@ def _score_check(table: str, *cols: str) -> list[CheckConstraint]:
     ]
 
 
+_FLAGGED = text("status IN ('unsupported', 'contradicted')")
+
+
 def _ts(nullable: bool = False, index: bool = False) -> Any:
     return Field(
         default_factory=utcnow,
@@ -129,6 +132,21 @@ class StatementCheck(SQLModel, table=True):
             "is_grounded",
             sqlite_where=text("is_grounded = 0"),
             postgresql_where=text("is_grounded = false"),
+        ),
+        # The review queue: flagged statements by risk, and their join to conversations.
+        Index(
+            "idx_statement_flagged_risk",
+            "risk",
+            "id",
+            sqlite_where=_FLAGGED,
+            postgresql_where=_FLAGGED,
+        ),
+        Index(
+            "idx_statement_flagged_conversation",
+            "conversation_id",
+            "risk",
+            sqlite_where=_FLAGGED,
+            postgresql_where=_FLAGGED,
         ),
     )
 
@@ -376,6 +394,33 @@ class QualityDaily(SQLModel, table=True):
     sum_quality: float = 0.0
 
 
+class QualityDailyModel(SQLModel, table=True):
+    """Per-day, per-model rollup: what trend charts read when no patient filter is set.
+
+    The same sums as :class:`QualityDaily` without the patient key, so a year of data is a
+    few hundred rows whatever the number of patients.
+    """
+
+    __tablename__ = "quality_daily_model"
+    __table_args__ = (UniqueConstraint("day", "model_used", name="uq_quality_daily_model"),)
+
+    id: int | None = _pk()
+    day: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False, index=True))
+    model_used: str = Field(sa_column=Column(String(200), nullable=False))
+    n: int = 0
+    n_flagged: int = 0
+    n_grounding: int = 0
+    sum_grounding: float = 0.0
+    n_consistency: int = 0
+    sum_consistency: float = 0.0
+    n_confidence: int = 0
+    sum_confidence: float = 0.0
+    n_risk: int = 0
+    sum_risk: float = 0.0
+    n_quality: int = 0
+    sum_quality: float = 0.0
+
+
 class LLMCall(SQLModel, table=True):
     """An LLM request's accounting (tokens, latency) and its cached response."""
 
@@ -420,6 +465,7 @@ ALL_TABLES = [
         AuditEvent,
         EntityMention,
         QualityDaily,
+        QualityDailyModel,
         LLMCall,
         EmbeddingCache,
     )

@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 import numpy as np
-from sqlalchemy import Float, case, cast, delete, func, select
+from sqlalchemy import Float, case, cast, delete, func, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -33,6 +33,7 @@ from core.storage.models import (
     LLMCall,
     Patient,
     QualityDaily,
+    QualityDailyModel,
     Review,
     SelfCheckResult,
     StatementCheck,
@@ -93,7 +94,23 @@ def _day(ts: datetime) -> datetime:
     return datetime(ts.year, ts.month, ts.day, tzinfo=UTC)
 
 
-def _rollup(session: Session, conv: Conversation | Any, sign: int) -> None:
+_COUNTERS = (
+    "n",
+    "n_flagged",
+    "n_grounding",
+    "sum_grounding",
+    "n_consistency",
+    "sum_consistency",
+    "n_confidence",
+    "sum_confidence",
+    "n_risk",
+    "sum_risk",
+    "n_quality",
+    "sum_quality",
+)
+
+
+def _rollup_values(conv: Conversation | Any, sign: int) -> dict[str, Any]:
     def pair(value: float | None) -> tuple[int, float]:
         return (0, 0.0) if value is None else (sign, sign * float(value))
 
@@ -102,7 +119,7 @@ def _rollup(session: Session, conv: Conversation | Any, sign: int) -> None:
     nf, sf = pair(conv.confidence_score)
     nr, sr = pair(conv.hallucination_risk)
     nq, sq = pair(conv.overall_quality)
-    values = {
+    return {
         "day": _day(conv.query_timestamp),
         "model_used": conv.model_used,
         "patient_id": conv.patient_id,
@@ -119,14 +136,37 @@ def _rollup(session: Session, conv: Conversation | Any, sign: int) -> None:
         "n_quality": nq,
         "sum_quality": sq,
     }
-    table = QualityDaily.__table__  # type: ignore[attr-defined]
-    stmt = _insert(session)(table).values(**values)
-    counters = [k for k in values if k.startswith(("n", "sum_"))]
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["day", "model_used", "patient_id"],
-        set_={k: table.c[k] + stmt.excluded[k] for k in counters},
-    )
-    session.execute(stmt)
+
+
+def _apply_rollups(session: Session, deltas: Sequence[dict[str, Any]]) -> None:
+    """Add conversation deltas to both rollups: summed in Python, one upsert per table."""
+    if not deltas:
+        return
+    for model, keys in (
+        (QualityDaily, ("day", "model_used", "patient_id")),
+        (QualityDailyModel, ("day", "model_used")),
+    ):
+        merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for d in deltas:
+            key = tuple(d[k] for k in keys)
+            row = merged.get(key)
+            if row is None:
+                merged[key] = {**{k: d[k] for k in keys}, **{c: d[c] for c in _COUNTERS}}
+            else:
+                for c in _COUNTERS:
+                    row[c] += d[c]
+        table = model.__table__  # type: ignore[attr-defined]
+        stmt = _insert(session)(table)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=list(keys),
+            set_={c: table.c[c] + stmt.excluded[c] for c in _COUNTERS},
+        )
+        # a fixed key order keeps concurrent writers from deadlocking on the rollup rows
+        session.execute(stmt, [merged[k] for k in sorted(merged, key=str)])
+
+
+def _rollup(session: Session, conv: Conversation | Any, sign: int) -> None:
+    _apply_rollups(session, [_rollup_values(conv, sign)])
 
 
 _CHILD_MODELS: tuple[Any, ...] = (
@@ -187,10 +227,96 @@ def store_conversation(*, session: Session, bundle: ConversationBundle) -> Store
     return StoreOutcome(status, conv.id)
 
 
+def _row(obj: Any) -> dict[str, Any]:
+    """Column values of a model instance, leaving out an unset autoincrement key."""
+    table = type(obj).__table__
+    out: dict[str, Any] = {}
+    for col in table.columns:
+        value = getattr(obj, col.key)
+        if value is None and col.primary_key and col.autoincrement in (True, "auto"):
+            continue
+        out[col.key] = value
+    return out
+
+
+def store_many(*, session: Session, bundles: Sequence[ConversationBundle]) -> list[StoreOutcome]:
+    """Store many bundles inside the caller's transaction, batched.
+
+    New records go in with one multi-row insert per table and one rollup upsert; unchanged
+    records are skipped; edited records take the per-record path of
+    :func:`store_conversation`. Same outcomes as storing them one by one.
+    """
+    for b in bundles:
+        b.conversation.id = conversation_id_for(b.conversation.external_id)
+    ids = [b.conversation.id for b in bundles]
+    if len(set(ids)) != len(ids):  # the same record twice: keep the one-by-one semantics
+        return [store_conversation(session=session, bundle=b) for b in bundles]
+    patients = sorted({b.conversation.patient_id for b in bundles})
+    if patients:
+        now = datetime.now(UTC)
+        stmt = _insert(session)(Patient.__table__)  # type: ignore[attr-defined]
+        session.execute(
+            stmt.on_conflict_do_nothing(index_elements=["id"]),
+            [{"id": p, "created_at": now} for p in patients],
+        )
+    existing: dict[str, str] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        stmt_ids = select(Conversation.id, Conversation.content_hash).where(
+            Conversation.id.in_(chunk)
+        )
+        existing.update((str(cid), str(h)) for cid, h in session.execute(stmt_ids))
+    outcomes: dict[str, StoreOutcome] = {}
+    fresh: list[ConversationBundle] = []
+    for b in bundles:
+        conv = b.conversation
+        if conv.id not in existing:
+            fresh.append(b)
+        elif existing[conv.id] == conv.content_hash:
+            outcomes[conv.id] = StoreOutcome("unchanged", conv.id)
+        else:
+            outcomes[conv.id] = store_conversation(session=session, bundle=b)
+    if fresh:
+        session.execute(
+            insert(Conversation.__table__),  # type: ignore[attr-defined]
+            [_row(b.conversation) for b in fresh],
+        )
+        children: dict[Any, list[dict[str, Any]]] = {}
+        for b in fresh:
+            cid = b.conversation.id
+            for rows in (
+                b.statements,
+                b.consistency,
+                b.confidence,
+                b.evidence,
+                b.selfcheck,
+                b.claims,
+                b.mentions,
+            ):
+                for row in rows:
+                    if isinstance(row, ConsistencyCheck):
+                        row.current_conversation_id = cid
+                    else:
+                        row.conversation_id = cid
+                    children.setdefault(type(row).__table__, []).append(_row(row))
+        for table, values in children.items():
+            # rows without an optional key must not share a statement with rows that have it
+            by_keys: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+            for r in values:
+                by_keys.setdefault(tuple(sorted(r)), []).append(r)
+            for group in by_keys.values():
+                session.execute(insert(table), group)
+        _apply_rollups(session, [_rollup_values(b.conversation, +1) for b in fresh])
+        for b in fresh:
+            outcomes[b.conversation.id] = StoreOutcome("imported", b.conversation.id)
+    session.flush()
+    return [outcomes[i] for i in ids]
+
+
 def store_bundles(*, engine: Engine, bundles: Sequence[ConversationBundle]) -> list[StoreOutcome]:
     """Store many bundles in ONE transaction: all land or none does."""
     with write_session(engine) as session:
-        return [store_conversation(session=session, bundle=b) for b in bundles]
+        return store_many(session=session, bundles=bundles)
 
 
 def create_review(
@@ -263,16 +389,21 @@ class Filters:
     patient_ids: tuple[str, ...] = ()
 
 
-def _rollup_where(f: Filters) -> list[Any]:
+def _rollup_table(f: Filters) -> Any:
+    """The smallest rollup that can answer the filter (per model unless patients are set)."""
+    return QualityDaily if f.patient_ids else QualityDailyModel
+
+
+def _rollup_where(f: Filters, t: Any) -> list[Any]:
     conds: list[Any] = []
     if f.start is not None:
-        conds.append(QualityDaily.day >= _day(f.start))
+        conds.append(t.day >= _day(f.start))
     if f.end is not None:
-        conds.append(QualityDaily.day < f.end)
+        conds.append(t.day < f.end)
     if f.models:
-        conds.append(QualityDaily.model_used.in_(f.models))  # type: ignore[attr-defined]
+        conds.append(t.model_used.in_(f.models))
     if f.patient_ids:
-        conds.append(QualityDaily.patient_id.in_(f.patient_ids))  # type: ignore[attr-defined]
+        conds.append(t.patient_id.in_(f.patient_ids))
     return conds
 
 
@@ -289,9 +420,9 @@ def _conv_where(f: Filters) -> list[Any]:
     return conds
 
 
-def _avg(s: str, n: str) -> Any:
-    num = func.sum(getattr(QualityDaily, s))
-    den = func.sum(getattr(QualityDaily, n))
+def _avg(s: str, n: str, t: Any = QualityDaily) -> Any:
+    num = func.sum(getattr(t, s))
+    den = func.sum(getattr(t, n))
     return case((den > 0, cast(num, Float) / den), else_=None)
 
 
@@ -329,26 +460,27 @@ def quality_trend(
 ) -> list[TrendPoint]:
     """Average scores, volume and flagged count per day or ISO week, aggregated in SQL."""
     dialect = session.get_bind().dialect.name
+    t = _rollup_table(filters)
     if granularity == "day":
-        bucket: Any = QualityDaily.day
+        bucket: Any = t.day
     elif dialect == "postgresql":
-        bucket = func.date_trunc("week", QualityDaily.day)
+        bucket = func.date_trunc("week", t.day)
     else:
-        bucket = func.date(QualityDaily.day, "weekday 0", "-6 days")
+        bucket = func.date(t.day, "weekday 0", "-6 days")
     stmt = (
         select(
             bucket.label("period"),
-            func.sum(QualityDaily.n),
-            func.sum(QualityDaily.n_flagged),
-            _avg("sum_grounding", "n_grounding"),
-            _avg("sum_consistency", "n_consistency"),
-            _avg("sum_confidence", "n_confidence"),
-            _avg("sum_risk", "n_risk"),
-            _avg("sum_quality", "n_quality"),
+            func.sum(t.n),
+            func.sum(t.n_flagged),
+            _avg("sum_grounding", "n_grounding", t),
+            _avg("sum_consistency", "n_consistency", t),
+            _avg("sum_confidence", "n_confidence", t),
+            _avg("sum_risk", "n_risk", t),
+            _avg("sum_quality", "n_quality", t),
         )
-        .where(*_rollup_where(filters))
+        .where(*_rollup_where(filters, t))
         .group_by(bucket)
-        .having(func.sum(QualityDaily.n) > 0)
+        .having(func.sum(t.n) > 0)
         .order_by(bucket)
     )
     return [
@@ -380,29 +512,32 @@ class Kpis:
 
 def kpis(*, session: Session, filters: Filters = Filters()) -> Kpis:
     """Headline averages and counts over the filter, from the rollup."""
+    t = _rollup_table(filters)
     row = session.execute(
         select(
-            func.coalesce(func.sum(QualityDaily.n), 0),
-            func.coalesce(func.sum(QualityDaily.n_flagged), 0),
-            _avg("sum_grounding", "n_grounding"),
-            _avg("sum_consistency", "n_consistency"),
-            _avg("sum_confidence", "n_confidence"),
-            _avg("sum_risk", "n_risk"),
-            _avg("sum_quality", "n_quality"),
-        ).where(*_rollup_where(filters))
+            func.coalesce(func.sum(t.n), 0),
+            func.coalesce(func.sum(t.n_flagged), 0),
+            _avg("sum_grounding", "n_grounding", t),
+            _avg("sum_consistency", "n_consistency", t),
+            _avg("sum_confidence", "n_confidence", t),
+            _avg("sum_risk", "n_risk", t),
+            _avg("sum_quality", "n_quality", t),
+        ).where(*_rollup_where(filters, t))
     ).one()
     return Kpis(int(row[0]), int(row[1]), *(_f(v) for v in row[2:]))
 
 
 def date_bounds(*, session: Session) -> tuple[datetime | None, datetime | None]:
     """First and last conversation day in the store."""
-    row = session.execute(select(func.min(QualityDaily.day), func.max(QualityDaily.day))).one()
+    t = QualityDailyModel
+    row = session.execute(select(func.min(t.day), func.max(t.day)).where(t.n > 0)).one()
     return row[0], row[1]
 
 
 def list_models(*, session: Session) -> list[str]:
     """Models that produced stored answers."""
-    stmt = select(QualityDaily.model_used).distinct().order_by(QualityDaily.model_used)
+    t = QualityDailyModel
+    stmt = select(t.model_used).where(t.n > 0).distinct().order_by(t.model_used)
     return [r[0] for r in session.execute(stmt)]
 
 
@@ -470,57 +605,18 @@ def flagged_statements(
     offset: int = 0,
     limit: int = 50,
 ) -> tuple[list[FlaggedStatement], int]:
-    """Flagged statements, riskiest first, one page at a time, with the total count."""
-    latest = _latest_review_subquery()
-    conds = [StatementCheck.status.in_(list(statuses)), *_conv_where(filters)]  # type: ignore[attr-defined]
-    if review_state == "unreviewed":
-        conds.append(latest.c.verdict.is_(None))
-    elif review_state == "reviewed":
-        conds.append(latest.c.verdict.is_not(None))
-    base = (
-        select(StatementCheck, Conversation, latest.c.verdict, latest.c.reviewer)
-        .join(Conversation, Conversation.id == StatementCheck.conversation_id)
-        .outerjoin(latest, latest.c.statement_check_id == StatementCheck.id)
-        .where(*conds)
+    """Flagged statements, riskiest first, one page at a time, with the total count.
+
+    Each row carries its latest verdict (see :func:`review_queue`, which does the work).
+    """
+    return review_queue(
+        session=session,
+        filters=filters,
+        statuses=statuses,
+        review_state=review_state,
+        offset=offset,
+        limit=limit,
     )
-    total = int(session.execute(select(func.count()).select_from(base.subquery())).scalar_one())
-    stmt = (
-        base.order_by(
-            StatementCheck.risk.desc(),  # type: ignore[attr-defined]
-            Conversation.query_timestamp.desc(),  # type: ignore[attr-defined]
-            StatementCheck.id,
-        )
-        .offset(offset)
-        .limit(limit)
-    )
-    out = []
-    for sc, conv, verdict, reviewer in session.execute(stmt):
-        out.append(
-            FlaggedStatement(
-                statement_check_id=int(sc.id),
-                conversation_id=conv.id,
-                external_id=conv.external_id,
-                patient_id=conv.patient_id,
-                model=conv.model_used,
-                timestamp=conv.query_timestamp,
-                statement=sc.statement,
-                statement_index=sc.statement_index,
-                start=sc.start,
-                end=sc.end,
-                status=sc.status,
-                method=sc.verification_method,
-                confidence=sc.grounding_confidence,
-                risk=sc.risk,
-                reason=sc.reason,
-                source_chunk_id=sc.source_chunk_id,
-                evidence=sc.supporting_evidence,
-                evidence_start=sc.evidence_start,
-                evidence_end=sc.evidence_end,
-                verdict=verdict,
-                reviewer=reviewer,
-            )
-        )
-    return out, total
 
 
 @dataclass(slots=True)

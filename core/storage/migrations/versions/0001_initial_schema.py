@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-21 21:53:55.511264
+Create Date: 2026-11-21 23:18:41.075167
 """
 
 from __future__ import annotations
@@ -94,6 +94,29 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("quality_daily", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_quality_daily_day"), ["day"], unique=False)
+
+    op.create_table(
+        "quality_daily_model",
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+        sa.Column("day", core.storage.types.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("model_used", sa.String(length=200), nullable=False),
+        sa.Column("n", sa.Integer(), nullable=False),
+        sa.Column("n_flagged", sa.Integer(), nullable=False),
+        sa.Column("n_grounding", sa.Integer(), nullable=False),
+        sa.Column("sum_grounding", sa.Float(), nullable=False),
+        sa.Column("n_consistency", sa.Integer(), nullable=False),
+        sa.Column("sum_consistency", sa.Float(), nullable=False),
+        sa.Column("n_confidence", sa.Integer(), nullable=False),
+        sa.Column("sum_confidence", sa.Float(), nullable=False),
+        sa.Column("n_risk", sa.Integer(), nullable=False),
+        sa.Column("sum_risk", sa.Float(), nullable=False),
+        sa.Column("n_quality", sa.Integer(), nullable=False),
+        sa.Column("sum_quality", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("day", "model_used", name="uq_quality_daily_model"),
+    )
+    with op.batch_alter_table("quality_daily_model", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_quality_daily_model_day"), ["day"], unique=False)
 
     op.create_table(
         "conversation",
@@ -460,6 +483,20 @@ def upgrade() -> None:
             postgresql_where=sa.text("is_grounded = false"),
         )
         batch_op.create_index(
+            "idx_statement_flagged_conversation",
+            ["conversation_id", "risk"],
+            unique=False,
+            sqlite_where=sa.text("status IN ('unsupported', 'contradicted')"),
+            postgresql_where=sa.text("status IN ('unsupported', 'contradicted')"),
+        )
+        batch_op.create_index(
+            "idx_statement_flagged_risk",
+            ["risk", "id"],
+            unique=False,
+            sqlite_where=sa.text("status IN ('unsupported', 'contradicted')"),
+            postgresql_where=sa.text("status IN ('unsupported', 'contradicted')"),
+        )
+        batch_op.create_index(
             batch_op.f("ix_statement_check_conversation_id"), ["conversation_id"], unique=False
         )
 
@@ -502,6 +539,16 @@ def downgrade() -> None:
     op.drop_table("review")
     with op.batch_alter_table("statement_check", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_statement_check_conversation_id"))
+        batch_op.drop_index(
+            "idx_statement_flagged_risk",
+            sqlite_where=sa.text("status IN ('unsupported', 'contradicted')"),
+            postgresql_where=sa.text("status IN ('unsupported', 'contradicted')"),
+        )
+        batch_op.drop_index(
+            "idx_statement_flagged_conversation",
+            sqlite_where=sa.text("status IN ('unsupported', 'contradicted')"),
+            postgresql_where=sa.text("status IN ('unsupported', 'contradicted')"),
+        )
         batch_op.drop_index(
             "idx_grounding_unsupported",
             sqlite_where=sa.text("is_grounded = 0"),
@@ -556,6 +603,10 @@ def downgrade() -> None:
         batch_op.drop_index("idx_conversation_model_time")
 
     op.drop_table("conversation")
+    with op.batch_alter_table("quality_daily_model", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_quality_daily_model_day"))
+
+    op.drop_table("quality_daily_model")
     with op.batch_alter_table("quality_daily", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_quality_daily_day"))
 
