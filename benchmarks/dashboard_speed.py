@@ -199,6 +199,13 @@ def _fill(url: str, n: int) -> str:
                 )
             c.execute(text(ROLLUP_SQL.format(day="datetime(date(query_timestamp))")))
             c.execute(text("ANALYZE"))
+    from sqlmodel import Session
+
+    from core.storage import repo
+
+    with Session(engine) as session:
+        repo.rebuild_model_rollup(session=session)
+        session.commit()
     _reviews(url)
     return conv[-1][0]
 

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sqlalchemy import Integer, func, insert, select
+from sqlmodel import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -596,6 +597,9 @@ def bulk_load(db: Scratch, n: int, *, patients: int, days: int, seed: int) -> di
         for idx in indexes:
             idx.create(conn)
     index_s = time.perf_counter() - t1
+    with Session(engine) as session:
+        repo.rebuild_model_rollup(session=session)
+        session.commit()
     n_reviews = add_reviews(engine, seed=seed)
     _analyze(db)
     return {

@@ -33,13 +33,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
 )
 
 for _name in _COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"core.cli.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"core.cli.{_name}":
-            raise
-        continue
-    _module.register(app)
+    importlib.import_module(f"core.cli.{_name}").register(app)
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 import numpy as np
-from sqlalchemy import Float, case, cast, delete, func, insert, select
+from sqlalchemy import Float, case, cast, delete, func, insert, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -1158,3 +1158,23 @@ def review_queue(
 
 
 __all__ += ["review_queue"]
+
+
+# --------------------------------------------------------------------------- maintenance
+
+
+def rebuild_model_rollup(*, session: Session) -> int:
+    """Recompute ``quality_daily_model`` from ``quality_daily`` (after bulk loads).
+
+    Returns the number of rows written.
+    """
+    cols = ", ".join(_COUNTERS)
+    sums = ", ".join(f"sum({c})" for c in _COUNTERS)
+    session.execute(QualityDailyModel.__table__.delete())  # type: ignore[attr-defined]
+    session.execute(
+        text(
+            f"INSERT INTO quality_daily_model (day, model_used, {cols}) "
+            f"SELECT day, model_used, {sums} FROM quality_daily GROUP BY day, model_used"
+        )
+    )
+    return int(session.execute(select(func.count()).select_from(QualityDailyModel)).scalar_one())
