@@ -162,7 +162,7 @@ def test_cli_verify_stdin_and_human_output(cli_files: dict[str, Path]) -> None:
 def test_with_the_real_local_llm(embedder, local_llm: str) -> None:  # type: ignore[no-untyped-def]
     from core.backends.llm import LLMClient
 
-    config = VerificationConfig(mode="full", claim_extraction="rules", max_claims_per_response=3)
+    config = VerificationConfig(mode="full", claim_extraction="rules", max_claims_per_response=4)
     with LLMClient(local_llm, timeout_s=180.0, max_retries=0) as llm:
         verifier = EpistemicVerifier(
             grounding=GroundingVerifier(embedder=embedder), embedder=embedder, llm=llm,

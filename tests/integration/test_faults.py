@@ -36,7 +36,9 @@ from core.storage.db import read_session
 
 runner = CliRunner()
 N_RECORDS = 120
-KILL_AT = 60  # terminate the session at the 60th conversation insert
+# The batch's conversations are written first (one multi-row insert), then the rollup: the
+# session is terminated when the rollup upsert starts, with the conversations already sent.
+KILL_ON = "INSERT INTO QUALITY_DAILY "
 
 
 def records(n: int) -> list[ConversationRecord]:
@@ -75,11 +77,12 @@ def libpq_url(engine: Engine) -> str:
 
 
 class SessionKiller:
-    """Terminates the backend that sends the ``at``-th INSERT into ``conversation``."""
+    """Terminates the backend that sends the ``at``-th statement starting with ``prefix``."""
 
-    def __init__(self, engine: Engine, *, at: int) -> None:
+    def __init__(self, engine: Engine, *, at: int = 1, prefix: str = KILL_ON) -> None:
         self.engine = engine
         self.at = at
+        self.prefix = prefix
         self.seen = 0
         self.killed_pid: int | None = None
         self.admin_url = libpq_url(engine)
@@ -92,7 +95,7 @@ class SessionKiller:
         event.remove(self.engine, "before_cursor_execute", self._before)
 
     def _before(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if not statement.lstrip().upper().startswith("INSERT INTO CONVERSATION "):
+        if not statement.lstrip().upper().startswith(self.prefix):
             return
         self.seen += 1
         if self.seen != self.at or self.killed_pid is not None:
@@ -116,7 +119,7 @@ def test_import_rolls_back_when_the_connection_dies(engine: Engine) -> None:
     pipeline = QualityPipeline(
         settings=quick_settings(url), engine=engine, embedder=None, nli=None, llm=None
     )
-    with SessionKiller(engine, at=KILL_AT) as killer, pytest.raises(DBAPIError):
+    with SessionKiller(engine) as killer, pytest.raises(DBAPIError):
         pipeline.process_many(batch)
     assert killer.killed_pid is not None
     assert conversations(engine) == 0, "a broken batch must not land partly"
@@ -148,7 +151,7 @@ def test_cli_import_reports_a_lost_connection_cleanly(
         "\n".join(json.dumps(r.model_dump(mode="json")) for r in records(N_RECORDS)) + "\n",
         encoding="utf-8",
     )
-    with SessionKiller(engine, at=KILL_AT) as killer:
+    with SessionKiller(engine) as killer:
         result = runner.invoke(app, ["import", str(path), "--json"])
     assert killer.killed_pid is not None
     assert "Traceback" not in result.stdout + result.stderr
