@@ -33,6 +33,8 @@ def _generate_samples(pipeline: QualityPipeline, w: _Work) -> list[str]:
         {"role": "system", "content": "Answer the question about the patient from the record."},
         {"role": "user", "content": f"Record:\n{context}\n\nQuestion: {w.record.query}"},
     ]
+    # SelfCheck needs samples that can differ: the seed's schedule (step 0.1) starts from a
+    # sampling temperature rather than 0, where every sample would equal the answer.
     temps = temperature_schedule(
         s.hallucination_detection_samples, step=s.hallucination_detection_temp_range, start=0.7
     )
