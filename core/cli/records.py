@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import os
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,7 +233,9 @@ def serve(
         "false",
     ]
     env = {**os.environ, "GROUNDWATCH_DATABASE_URL": settings.database_url}
-    raise typer.Exit(subprocess.call(cmd, env=env))
+    sys.stdout.flush()
+    # Become the Streamlit process, so that stopping `serve` stops the dashboard too.
+    os.execve(sys.executable, cmd, env)
 
 
 def demo(
