@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    from core.grounding import SourceChunk
 
 EXIT_OK = 0
 EXIT_IO = 1
@@ -116,9 +120,8 @@ def read_text(path: Path | str, *, what: str, max_bytes: int, allow_empty: bool 
     return text
 
 
-def read_json(path: Path | str, *, what: str, max_bytes: int) -> Any:
-    """Read a JSON document, naming line and column of a syntax error (no content echoed)."""
-    text = read_text(path, what=what, max_bytes=max_bytes)
+def parse_json(text: str, *, what: str) -> Any:
+    """Decode JSON text, naming line and column of a syntax error (no content echoed)."""
     try:
         return json.loads(text)
     except RecursionError:
@@ -131,3 +134,88 @@ def read_json(path: Path | str, *, what: str, max_bytes: int) -> Any:
             code=EXIT_INVALID,
             error="invalid_json",
         ) from None
+
+
+def read_json(path: Path | str, *, what: str, max_bytes: int) -> Any:
+    """Read a JSON document, naming line and column of a syntax error (no content echoed)."""
+    return parse_json(read_text(path, what=what, max_bytes=max_bytes), what=what)
+
+
+def _invalid_sources(message: str) -> InputError:
+    return InputError(message, code=EXIT_INVALID, error="invalid_sources")
+
+
+def parse_sources(data: Any, *, where: str, max_chars: int | None = None) -> list[SourceChunk]:
+    """Source chunks from a JSON list of {"id", "text"[, "type", "similarity"]} objects.
+
+    Errors name the item and field that is wrong (``where[i].field``), never the text.
+    """
+    from core.grounding import SOURCE_TYPES, SourceChunk
+
+    if not isinstance(data, list) or not data:
+        raise _invalid_sources(f"{where}: must be a non-empty JSON list of {{id, text}} objects")
+    chunks: list[SourceChunk] = []
+    seen: set[str] = set()
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise _invalid_sources(f"{where}[{i}]: must be an object")
+        for field in ("id", "text"):
+            if not isinstance(item.get(field), str) or not item[field].strip():
+                raise _invalid_sources(f"{where}[{i}].{field}: required, a non-empty string")
+        kind = item.get("type", "note")
+        if kind not in SOURCE_TYPES:
+            raise _invalid_sources(f"{where}[{i}].type: must be one of {', '.join(SOURCE_TYPES)}")
+        similarity = item.get("similarity")
+        if similarity is not None and (
+            isinstance(similarity, bool)
+            or not isinstance(similarity, int | float)
+            or not 0 <= similarity <= 1
+        ):
+            raise _invalid_sources(f"{where}[{i}].similarity: must be a number within [0, 1]")
+        if max_chars is not None and len(item["text"]) > max_chars:
+            raise InputError(
+                f"{where}[{i}].text: {len(item['text'])} characters, above the limit of "
+                f"{max_chars} (GROUNDWATCH_MAX_TRANSCRIPT_CHARS)",
+                code=EXIT_INVALID,
+                error="too_large",
+            )
+        if item["id"] in seen:
+            raise _invalid_sources(f"{where}[{i}].id: duplicate source id")
+        seen.add(item["id"])
+        chunks.append(SourceChunk(item["id"], item["text"], kind, similarity))
+    return chunks
+
+
+def read_sources(
+    paths: Sequence[Path],
+    *,
+    max_bytes: int,
+    max_chars: int,
+    file_id: Literal["name", "stem"] = "name",
+) -> list[SourceChunk]:
+    """Sources from files: a text file is one note (its id: the file name or stem), a .json
+    file a list of {"id", "text"} objects. Ids must be unique across all files."""
+    from core.grounding import SourceChunk
+
+    chunks: list[SourceChunk] = []
+    for path in paths:
+        what = f"source {path}"
+        text = read_text(path, what=what, max_bytes=max_bytes)
+        if path.suffix.lower() == ".json":
+            chunks.extend(
+                parse_sources(parse_json(text, what=what), where=what, max_chars=max_chars)
+            )
+            continue
+        if len(text) > max_chars:
+            raise InputError(
+                f"{what}: {len(text)} characters, above the limit of {max_chars} "
+                "(GROUNDWATCH_MAX_TRANSCRIPT_CHARS)",
+                code=EXIT_INVALID,
+                error="too_large",
+            )
+        chunks.append(SourceChunk(path.name if file_id == "name" else path.stem, text, "note"))
+    ids = [c.id for c in chunks]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise _invalid_sources(f"sources: duplicate source id across files ({len(duplicates)})")
+    return chunks

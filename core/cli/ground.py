@@ -10,9 +10,18 @@ from typing import Any
 
 import typer
 
-from core.cli.common import EXIT_INVALID, EXIT_IO, InputError, emit, fail, read_text
+from core.cli.common import (
+    EXIT_INVALID,
+    EXIT_IO,
+    InputError,
+    emit,
+    fail,
+    parse_sources,
+    read_sources,
+    read_text,
+)
 from core.config import get_settings
-from core.grounding import SOURCE_TYPES, GroundingResult, GroundingVerifier, SourceChunk
+from core.grounding import GroundingResult, GroundingVerifier, SourceChunk
 
 log = logging.getLogger(__name__)
 
@@ -29,87 +38,6 @@ Output (--json): {"grounding_score", "overall_grounded", "statements": [{"index"
 "unsupported_statements", "warnings", "checks": {tier: status}}. Exit codes: 0 done; 1
 missing file or bad option; 2 invalid input (not JSON, bad field, invalid UTF-8, empty).
 """
-
-
-def _parse_sources(data: Any, *, where: str) -> list[SourceChunk]:
-    """Source chunks from a JSON list, naming the item and field that is wrong."""
-    if not isinstance(data, list) or not data:
-        raise InputError(
-            f"{where}: must be a non-empty JSON list of {{id, text}} objects",
-            code=EXIT_INVALID,
-            error="invalid_sources",
-        )
-    chunks = []
-    for i, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise InputError(
-                f"{where}[{i}]: must be an object", code=EXIT_INVALID, error="invalid_sources"
-            )
-        for field in ("id", "text"):
-            if not isinstance(item.get(field), str) or not item[field].strip():
-                raise InputError(
-                    f"{where}[{i}].{field}: required, a non-empty string",
-                    code=EXIT_INVALID,
-                    error="invalid_sources",
-                )
-        kind = item.get("type", "note")
-        if kind not in SOURCE_TYPES:
-            raise InputError(
-                f"{where}[{i}].type: must be one of {', '.join(SOURCE_TYPES)}",
-                code=EXIT_INVALID,
-                error="invalid_sources",
-            )
-        similarity = item.get("similarity")
-        if similarity is not None and (
-            isinstance(similarity, bool)
-            or not isinstance(similarity, int | float)
-            or not 0 <= similarity <= 1
-        ):
-            raise InputError(
-                f"{where}[{i}].similarity: must be a number within [0, 1]",
-                code=EXIT_INVALID,
-                error="invalid_sources",
-            )
-        chunks.append(SourceChunk(item["id"], item["text"], kind, similarity))
-    ids = [c.id for c in chunks]
-    for i, chunk_id in enumerate(ids):
-        if chunk_id in ids[:i]:
-            raise InputError(
-                f"{where}[{i}].id: duplicate source id", code=EXIT_INVALID, error="invalid_sources"
-            )
-    return chunks
-
-
-def _load_sources(paths: list[Path], *, max_bytes: int) -> list[SourceChunk]:
-    chunks: list[SourceChunk] = []
-    for path in paths:
-        what = f"source {path}"
-        text = read_text(path, what=what, max_bytes=max_bytes)
-        if path.suffix.lower() == ".json":
-            try:
-                data = json.loads(text)
-            except RecursionError:
-                raise InputError(
-                    f"{what}: JSON nested too deeply", code=EXIT_INVALID, error="invalid_json"
-                ) from None
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
-                    code=EXIT_INVALID,
-                    error="invalid_json",
-                ) from None
-            chunks.extend(_parse_sources(data, where=what))
-        else:
-            chunks.append(SourceChunk(path.name, text, "note"))
-    ids = [c.id for c in chunks]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
-    if duplicates:
-        raise InputError(
-            f"sources: duplicate source ids across files ({len(duplicates)})",
-            code=EXIT_INVALID,
-            error="invalid_sources",
-        )
-    return chunks
 
 
 def _build_verifier(*, threshold: float | None) -> GroundingVerifier:
@@ -193,7 +121,7 @@ def _run_batch(path: Path, verifier: GroundingVerifier, *, max_bytes: int, as_js
             errors.append({"line": lineno, "error": "answer: required, a non-empty string"})
             continue
         try:
-            sources = _parse_sources(row.get("sources"), where="sources")
+            sources = parse_sources(row.get("sources"), where="sources")
         except InputError as exc:
             errors.append({"line": lineno, "error": str(exc)})
             continue
@@ -260,7 +188,9 @@ def register(app: typer.Typer) -> None:
                     error="usage",
                 )
             answer_text = read_text(answer, what="answer", max_bytes=max_bytes)
-            chunks = _load_sources(list(source), max_bytes=max_bytes)
+            chunks = read_sources(
+                list(source), max_bytes=max_bytes, max_chars=get_settings().max_transcript_chars
+            )
             verifier = _build_verifier(threshold=threshold)
             try:
                 result = verifier.verify(answer_text, chunks)

@@ -16,6 +16,7 @@ from core.cli.common import (
     InputError,
     emit,
     fail,
+    read_sources,
     read_text,
 )
 
@@ -37,86 +38,6 @@ bad source list, invalid UTF-8, empty or too large); 3 critical gaps with --fail
 """
 
 _MODES = ("full", "sample", "critical_only")
-
-
-def _load_sources(paths: list[Path], *, max_bytes: int, max_chars: int) -> list[Any]:
-    import json
-
-    from core.grounding import SourceChunk
-
-    sources: list[SourceChunk] = []
-    seen: dict[str, str] = {}
-    for path in paths:
-        what = f"source {path}"
-        text = read_text(path, what=what, max_bytes=max_bytes)
-        items: list[tuple[str, str, str, Any]] = []
-        if path.suffix.lower() == ".json":
-            try:
-                data = json.loads(text)
-            except RecursionError:
-                raise InputError(
-                    f"{what}: JSON nested too deeply", code=EXIT_INVALID, error="invalid_json"
-                ) from None
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
-                    code=EXIT_INVALID,
-                    error="invalid_json",
-                ) from None
-            if not isinstance(data, list) or not data:
-                raise InputError(
-                    f'{what}: must be a non-empty JSON list of {{"id", "text"}} objects',
-                    code=EXIT_INVALID,
-                    error="invalid_sources",
-                )
-            for i, item in enumerate(data):
-                where = f"{what}: item {i}"
-                if not isinstance(item, dict):
-                    raise InputError(
-                        f"{where}: must be an object", code=EXIT_INVALID, error="invalid_sources"
-                    )
-                sid, body = item.get("id"), item.get("text")
-                if isinstance(sid, int) and not isinstance(sid, bool):
-                    sid = str(sid)
-                if not isinstance(sid, str) or not sid.strip():
-                    raise InputError(
-                        f"{where}: field 'id' must be a non-empty string",
-                        code=EXIT_INVALID,
-                        error="invalid_sources",
-                    )
-                if not isinstance(body, str) or not body.strip():
-                    raise InputError(
-                        f"{where}: field 'text' must be a non-empty string",
-                        code=EXIT_INVALID,
-                        error="invalid_sources",
-                    )
-                items.append((sid, body, where, item.get("type", "note")))
-        else:
-            items.append((path.stem, text, what, "note"))
-        for sid, body, where, kind in items:
-            if len(body) > max_chars:
-                raise InputError(
-                    f"{where}: text has {len(body)} characters, above the limit of {max_chars} "
-                    "(GROUNDWATCH_MAX_TRANSCRIPT_CHARS)",
-                    code=EXIT_INVALID,
-                    error="too_large",
-                )
-            if sid in seen:
-                raise InputError(
-                    f"{where}: duplicate source id {sid!r} (also in {seen[sid]})",
-                    code=EXIT_INVALID,
-                    error="invalid_sources",
-                )
-            seen[sid] = where
-            try:
-                sources.append(SourceChunk(id=sid, text=body, type=kind))
-            except ValueError:
-                raise InputError(
-                    f"{where}: field 'type' must be note, document, message or transcript",
-                    code=EXIT_INVALID,
-                    error="invalid_sources",
-                ) from None
-    return sources
 
 
 def _human(report: dict[str, Any]) -> str:
@@ -177,8 +98,9 @@ def register(app: typer.Typer) -> None:
         settings = get_settings()
         try:
             answer = read_text(answer_file, what="answer", max_bytes=settings.max_input_bytes)
-            sources = _load_sources(
+            sources = read_sources(
                 source,
+                file_id="stem",
                 max_bytes=settings.max_input_bytes,
                 max_chars=settings.max_transcript_chars,
             )

@@ -588,7 +588,7 @@ def test_cli_rejects_bad_sources(tmp_path: Path) -> None:
     assert result.exit_code == 2
     out = json.loads(result.stdout)
     assert out["error"] == "invalid_sources"
-    assert "item 0: field 'text'" in out["message"]
+    assert "[0].text" in out["message"]
     broken = tmp_path / "broken.json"
     broken.write_text("[{", encoding="utf-8")
     result = _run([str(answer), "--source", str(broken), "--json"])
