@@ -366,7 +366,24 @@ class EntityMention(SQLModel, table=True):
     statement_end: int | None = None
 
 
-class QualityDaily(SQLModel, table=True):
+class QualitySums(SQLModel):
+    """Counts and sums of one rollup bucket; averages are ``sum_x / n_x`` (exact over filters)."""
+
+    n: int = 0
+    n_flagged: int = 0
+    n_grounding: int = 0
+    sum_grounding: float = 0.0
+    n_consistency: int = 0
+    sum_consistency: float = 0.0
+    n_confidence: int = 0
+    sum_confidence: float = 0.0
+    n_risk: int = 0
+    sum_risk: float = 0.0
+    n_quality: int = 0
+    sum_quality: float = 0.0
+
+
+class QualityDaily(QualitySums, table=True):
     """Per-day rollup of conversation scores, maintained on every write.
 
     Trend charts read this instead of scanning conversations: sums and counts per day, model
@@ -380,21 +397,9 @@ class QualityDaily(SQLModel, table=True):
     day: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False, index=True))
     model_used: str = Field(sa_column=Column(String(200), nullable=False))
     patient_id: str = Field(sa_column=Column(String(64), nullable=False))
-    n: int = 0
-    n_flagged: int = 0
-    n_grounding: int = 0
-    sum_grounding: float = 0.0
-    n_consistency: int = 0
-    sum_consistency: float = 0.0
-    n_confidence: int = 0
-    sum_confidence: float = 0.0
-    n_risk: int = 0
-    sum_risk: float = 0.0
-    n_quality: int = 0
-    sum_quality: float = 0.0
 
 
-class QualityDailyModel(SQLModel, table=True):
+class QualityDailyModel(QualitySums, table=True):
     """Per-day, per-model rollup: what trend charts read when no patient filter is set.
 
     The same sums as :class:`QualityDaily` without the patient key, so a year of data is a
@@ -407,18 +412,6 @@ class QualityDailyModel(SQLModel, table=True):
     id: int | None = _pk()
     day: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False, index=True))
     model_used: str = Field(sa_column=Column(String(200), nullable=False))
-    n: int = 0
-    n_flagged: int = 0
-    n_grounding: int = 0
-    sum_grounding: float = 0.0
-    n_consistency: int = 0
-    sum_consistency: float = 0.0
-    n_confidence: int = 0
-    sum_confidence: float = 0.0
-    n_risk: int = 0
-    sum_risk: float = 0.0
-    n_quality: int = 0
-    sum_quality: float = 0.0
 
 
 class LLMCall(SQLModel, table=True):

@@ -34,6 +34,7 @@ from core.storage.models import (
     Patient,
     QualityDaily,
     QualityDailyModel,
+    QualitySums,
     Review,
     SelfCheckResult,
     StatementCheck,
@@ -94,20 +95,7 @@ def _day(ts: datetime) -> datetime:
     return datetime(ts.year, ts.month, ts.day, tzinfo=UTC)
 
 
-_COUNTERS = (
-    "n",
-    "n_flagged",
-    "n_grounding",
-    "sum_grounding",
-    "n_consistency",
-    "sum_consistency",
-    "n_confidence",
-    "sum_confidence",
-    "n_risk",
-    "sum_risk",
-    "n_quality",
-    "sum_quality",
-)
+_COUNTERS = tuple(QualitySums.model_fields)
 
 
 def _rollup_values(conv: Conversation | Any, sign: int) -> dict[str, Any]:
