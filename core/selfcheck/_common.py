@@ -10,15 +10,12 @@ from typing import Any, Literal
 
 from core.checks import OK, CheckStatus
 from core.quality import RiskLevel, risk_level_for
+from core.text import split_sentences as project_split
 
 Method = Literal["ngram", "embedding", "nli", "llm", "combined"]
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-_ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st vs etc e.g i.e no fig approx dept inc ltd co mg ml".split()
-)
 
 
 def tokenize(text: str, *, lowercase: bool = True) -> list[str]:
@@ -31,26 +28,8 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def _regex_split(text: str) -> list[str]:
-    parts: list[str] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        before = text[start : match.start()].rstrip()
-        last = before.rsplit(None, 1)[-1].rstrip(".").lower() if before else ""
-        if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
-            continue
-        parts.append(text[start : match.start()])
-        start = match.end()
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``: the project splitter when present, a regex splitter otherwise."""
-    try:
-        from core.text import split_sentences as project_split
-    except ImportError:
-        return _regex_split(text)
+    """Sentences of ``text`` (the project's clinical-aware splitter), stripped and non-empty."""
     return [span.text.strip() for span in project_split(text) if span.text.strip()]
 
 
