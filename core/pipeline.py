@@ -18,6 +18,7 @@ from typing import Any, Literal
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from core.backends import load_embedder, load_llm, load_nli
 from core.backends.llm import LLMClient, LLMError
 from core.checks import OK, CheckStatus, failed, skipped, unavailable
 from core.config import Settings
@@ -153,15 +154,8 @@ class QualityPipeline:
         if not self.settings.enable_grounding_verification:
             self.backend_status["embedder"] = skipped("grounding verification disabled")
             return None
-        from core.backends.embedder import EmbeddingUnavailableError, get_embedder
-
-        try:
-            emb = get_embedder(self.settings.embedding_model)
-        except EmbeddingUnavailableError as exc:
-            self.backend_status["embedder"] = unavailable(str(exc))
-            return None
-        emb.store = repo.DbEmbeddingStore(self.engine)
-        self.backend_status["embedder"] = OK
+        emb, status = load_embedder(self.settings, store=repo.DbEmbeddingStore(self.engine))
+        self.backend_status["embedder"] = status
         return emb
 
     def _load_nli(self, nli: Any) -> Any:
@@ -170,32 +164,16 @@ class QualityPipeline:
                 OK if nli is not None else unavailable("no NLI model configured")
             )
             return nli
-        if not self.settings.nli_model:
-            self.backend_status["nli"] = unavailable(
-                "no NLI model configured (GROUNDWATCH_NLI_MODEL)"
-            )
-            return None
-        from core.backends.nli import NLIUnavailableError, get_nli_model
-
-        try:
-            model = get_nli_model(self.settings.nli_model)
-        except NLIUnavailableError as exc:
-            self.backend_status["nli"] = unavailable(str(exc))
-            return None
-        self.backend_status["nli"] = OK
+        model, status = load_nli(self.settings)
+        self.backend_status["nli"] = status
         return model
 
     def _load_llm(self, llm: Any) -> LLMClient | None:
         if llm != "auto":
             self.backend_status["llm"] = OK if llm is not None else unavailable("no LLM configured")
             return llm
-        if not self.settings.llm_base_url:
-            self.backend_status["llm"] = unavailable("no LLM configured (GROUNDWATCH_LLM_BASE_URL)")
-            return None
-        from core.backends.llm import client_from_settings
-
-        client = client_from_settings(self.settings, cache=repo.DbLLMCache(self.engine))
-        self.backend_status["llm"] = OK
+        client, status = load_llm(self.settings, cache=repo.DbLLMCache(self.engine))
+        self.backend_status["llm"] = status
         return client
 
     # ------------------------------------------------------------------ detectors

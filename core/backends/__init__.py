@@ -1,1 +1,54 @@
-"""Model and server backends: embeddings, NLI cross-encoder, OpenAI-compatible LLM."""
+"""Model and server backends: embeddings, NLI cross-encoder, OpenAI-compatible LLM.
+
+The ``load_*`` functions build each backend from the settings and say why one is missing,
+so every caller (pipeline, CLI, dashboard) reports an absent backend the same way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from core.checks import OK, CheckStatus, unavailable
+
+if TYPE_CHECKING:
+    from core.backends.embedder import Embedder, EmbeddingStore
+    from core.backends.llm import LLMClient, ResponseCache
+    from core.backends.nli import NLIModel
+
+
+def load_embedder(
+    settings: Any, *, store: EmbeddingStore | None = None
+) -> tuple[Embedder | None, CheckStatus]:
+    """The shared MiniLM (or ``GROUNDWATCH_EMBEDDING_MODEL``) embedder, or why it is missing."""
+    from core.backends.embedder import EmbeddingUnavailableError, get_embedder
+
+    try:
+        embedder = get_embedder(settings.embedding_model)
+    except EmbeddingUnavailableError as exc:
+        return None, unavailable(str(exc))
+    if store is not None:
+        embedder.store = store
+    return embedder, OK
+
+
+def load_nli(settings: Any) -> tuple[NLIModel | None, CheckStatus]:
+    """The ``GROUNDWATCH_NLI_MODEL`` cross-encoder, or why it is missing."""
+    if not settings.nli_model:
+        return None, unavailable("no NLI model configured (GROUNDWATCH_NLI_MODEL)")
+    from core.backends.nli import NLIUnavailableError, get_nli_model
+
+    try:
+        return get_nli_model(settings.nli_model), OK
+    except NLIUnavailableError as exc:
+        return None, unavailable(str(exc))
+
+
+def load_llm(
+    settings: Any, *, cache: ResponseCache | None = None
+) -> tuple[LLMClient | None, CheckStatus]:
+    """A client of ``GROUNDWATCH_LLM_BASE_URL``, or why there is none."""
+    if not settings.llm_base_url:
+        return None, unavailable("no LLM configured (GROUNDWATCH_LLM_BASE_URL)")
+    from core.backends.llm import client_from_settings
+
+    return client_from_settings(settings, cache=cache), OK

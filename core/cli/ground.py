@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from core.backends import load_embedder, load_llm, load_nli
 from core.cli.common import (
     EXIT_INVALID,
     EXIT_IO,
@@ -43,24 +44,12 @@ missing file or bad option; 2 invalid input (not JSON, bad field, invalid UTF-8,
 def _build_verifier(*, threshold: float | None) -> GroundingVerifier:
     """The verifier with every backend the settings configure (each load reported)."""
     settings = get_settings()
-    embedder = nli = llm = None
-    try:
-        from core.backends.embedder import get_embedder
-
-        embedder = get_embedder(settings.embedding_model)
-    except Exception as exc:  # stated in checks["semantic"], not hidden
-        log.warning("embedding model unavailable: %s", type(exc).__name__)
-    if settings.nli_model:
-        try:
-            from core.backends.nli import get_nli_model
-
-            nli = get_nli_model(settings.nli_model)
-        except Exception as exc:
-            log.warning("NLI model unavailable: %s", type(exc).__name__)
-    if settings.llm_base_url:
-        from core.backends.llm import client_from_settings
-
-        llm = client_from_settings(settings)
+    embedder, emb_status = load_embedder(settings)
+    nli, nli_status = load_nli(settings)
+    llm, _ = load_llm(settings)
+    for name, status in (("embedding model", emb_status), ("NLI model", nli_status)):
+        if not status.ran:  # also stated in the result's checks, not hidden
+            log.info("%s: %s", name, status)
     return GroundingVerifier(
         embedder=embedder,
         nli=nli,

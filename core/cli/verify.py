@@ -107,22 +107,15 @@ def register(app: typer.Typer) -> None:
         except InputError as exc:
             fail(str(exc), code=exc.code, as_json=as_json, error=exc.error)
 
-        from core.backends.embedder import EmbeddingUnavailableError, get_embedder
-        from core.backends.llm import LLMUnavailableError, client_from_settings
+        from core.backends import load_embedder, load_llm
         from core.epistemic import EpistemicVerifier, VerificationConfig
         from core.grounding import GroundingVerifier
 
-        try:
-            embedder = get_embedder(settings.embedding_model)
-        except EmbeddingUnavailableError as exc:
-            fail(f"embedding model unavailable: {exc}", code=EXIT_IO, as_json=as_json,
+        embedder, emb_status = load_embedder(settings)
+        if embedder is None:
+            fail(f"embedding model {emb_status}", code=EXIT_IO, as_json=as_json,
                  error="model_unavailable")  # fmt: skip
-        llm = None
-        if use_llm and settings.llm_base_url:
-            try:
-                llm = client_from_settings(settings)
-            except LLMUnavailableError:
-                llm = None
+        llm = load_llm(settings)[0] if use_llm else None
         config = VerificationConfig(
             mode=mode,  # type: ignore[arg-type]
             on_failure=on_failure,  # type: ignore[arg-type]
