@@ -260,7 +260,7 @@ def _flagged(
         else "all"
     )
     with read_session(_engine(url)) as s:
-        rows, total = repo.review_queue(
+        rows, total = repo.flagged_statements(
             session=s,
             filters=to_filters(key),
             statuses=statuses,
@@ -302,7 +302,7 @@ def queue_rows(
     )
     with read_session(engine()) as s:
         while len(out) < cap:
-            rows, _ = repo.review_queue(
+            rows, _ = repo.flagged_statements(
                 session=s,
                 filters=to_filters(f.key()),
                 statuses=statuses,

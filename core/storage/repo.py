@@ -584,29 +584,6 @@ def _latest_review_subquery() -> Any:
     return select(ranked).where(ranked.c.rn == 1).subquery()
 
 
-def flagged_statements(
-    *,
-    session: Session,
-    filters: Filters = Filters(),
-    statuses: Sequence[str] = ("unsupported", "contradicted"),
-    review_state: ReviewState = "all",
-    offset: int = 0,
-    limit: int = 50,
-) -> tuple[list[FlaggedStatement], int]:
-    """Flagged statements, riskiest first, one page at a time, with the total count.
-
-    Each row carries its latest verdict (see :func:`review_queue`, which does the work).
-    """
-    return review_queue(
-        session=session,
-        filters=filters,
-        statuses=statuses,
-        review_state=review_state,
-        offset=offset,
-        limit=limit,
-    )
-
-
 @dataclass(slots=True)
 class ConversationDetail:
     """One conversation with every check stored for it."""
@@ -1063,7 +1040,7 @@ def statement_risk_histogram(
 __all__ += ["statement_risk_histogram"]
 
 
-def review_queue(
+def flagged_statements(
     *,
     session: Session,
     filters: Filters = Filters(),
@@ -1072,11 +1049,12 @@ def review_queue(
     offset: int = 0,
     limit: int = 50,
 ) -> tuple[list[FlaggedStatement], int]:
-    """Like :func:`flagged_statements`, planned for large stores (the dashboard's queue).
+    """Flagged statements, riskiest first, one page at a time, with the total count.
 
-    "Reviewed" is an EXISTS test on ``review`` (an anti-join the planner estimates well,
-    where a left join on the latest verdict made it pick nested loops over every flagged
-    statement); the latest verdict is then looked up for the page's rows only.
+    Each row carries its latest verdict. "Reviewed" is an EXISTS test on ``review`` (an
+    anti-join the planner estimates well, where a left join on the latest verdict made it
+    pick nested loops over every flagged statement); the latest verdict is then looked up
+    for the page's rows only.
     """
     from sqlalchemy import exists
 
@@ -1143,9 +1121,6 @@ def review_queue(
             )
         )
     return out, total
-
-
-__all__ += ["review_queue"]
 
 
 # --------------------------------------------------------------------------- maintenance
