@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
         encoder = get_embedder()
         if args.embed_cache is not None:
-            encoder.store = FileEmbeddingStore(args.embed_cache)
+            encoder = encoder.with_store(FileEmbeddingStore(args.embed_cache))
     started = time.perf_counter()
     rows: list[dict[str, float]] = []
     for p in passages:

@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         encoder = get_embedder()
         if args.embed_cache is not None:
             store = FileEmbeddingStore(args.embed_cache)
-            encoder.store = store
+            encoder = encoder.with_store(store)
     client = None
     server = None
     if "llm" in methods:

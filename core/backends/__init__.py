@@ -26,9 +26,7 @@ def load_embedder(
         embedder = get_embedder(settings.embedding_model)
     except EmbeddingUnavailableError as exc:
         return None, unavailable(str(exc))
-    if store is not None:
-        embedder.store = store
-    return embedder, OK
+    return (embedder.with_store(store) if store is not None else embedder), OK
 
 
 def load_nli(settings: Any) -> tuple[NLIModel | None, CheckStatus]:

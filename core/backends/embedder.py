@@ -6,6 +6,7 @@ Embeddings are L2-normalised float32 rows, cached by content hash in memory and,
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
@@ -109,6 +110,13 @@ class Embedder:
             self.dimension,
             time.perf_counter() - started,
         )
+
+    def with_store(self, store: EmbeddingStore | None) -> Embedder:
+        """This embedder backed by ``store``: the model and the memory cache are shared, so the
+        process-wide embedder is never tied to one database."""
+        view = copy.copy(self)
+        view.store = store
+        return view
 
     def _encode_raw(self, texts: list[str]) -> np.ndarray:
         vectors = self._model.encode(

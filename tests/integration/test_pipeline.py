@@ -204,3 +204,19 @@ def test_pipeline_logs_no_patient_text(
     for record in caplog.records:
         assert sentinel not in record.getMessage()
         assert "quinapril" not in record.getMessage()
+
+
+def test_embeddings_persist_in_this_database_only(
+    pipeline: QualityPipeline, engine: Engine
+) -> None:
+    from sqlalchemy import func, select
+
+    from core.backends.embedder import get_embedder
+    from core.storage.models import EmbeddingCache
+
+    pipeline.process(rec(1, 2, "The patient takes metformin 500 mg twice daily."))
+    with read_session(engine) as s:
+        stored = s.execute(select(func.count()).select_from(EmbeddingCache)).scalar_one()
+    assert stored > 0
+    assert pipeline.embedder.store is not None
+    assert get_embedder(None).store is None  # the shared model is not tied to one database
