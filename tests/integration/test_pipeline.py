@@ -209,12 +209,26 @@ def test_pipeline_logs_no_patient_text(
 def test_embeddings_persist_in_this_database_only(
     pipeline: QualityPipeline, engine: Engine
 ) -> None:
+    import uuid
+
     from sqlalchemy import func, select
 
     from core.backends.embedder import get_embedder
     from core.storage.models import EmbeddingCache
 
-    pipeline.process(rec(1, 2, "The patient takes metformin 500 mg twice daily."))
+    # a source no earlier test embedded, so it is not already in the process's memory cache
+    note = f"Visit {uuid.uuid4().hex}: metformin 500 mg twice daily, lisinopril 10 mg daily."
+    pipeline.process(
+        ConversationRecord.model_validate(
+            {
+                "id": "emb-1",
+                "patient_id": "p-1",
+                "query": "Medications?",
+                "answer": "The patient takes metformin 500 mg twice daily.",
+                "sources": [{"id": "n", "text": note}],
+            }
+        )
+    )
     with read_session(engine) as s:
         stored = s.execute(select(func.count()).select_from(EmbeddingCache)).scalar_one()
     assert stored > 0
