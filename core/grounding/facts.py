@@ -88,11 +88,26 @@ def tokens(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    """A crude suffix stripper: enough to match "smokes"/"smoking", "reports"/"reported"."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+    """A crude, consistent suffix stripper: "fracture"/"fractures", "runs"/"running",
+    "reports"/"reported"/"reporting" and "denies"/"denied" each meet on one stem."""
+    w = word
+    if len(w) > 4 and w.endswith("ies"):
+        w = w[:-3] + "y"
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ing", "ed"):
+        if len(w) > len(suffix) + 2 and w.endswith(suffix):
+            w = w[: -len(suffix)]
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":  # "running" -> "run"
+                w = w[:-1]
+            break
+    if w.endswith("ied"):
+        w = w[:-3] + "y"
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    if len(w) > 3 and w.endswith("y"):
+        w = w[:-1] + "i"
+    return w
 
 
 _STOPWORDS = frozenset(
@@ -146,6 +161,10 @@ _UNITS = {
     "cm": "cm",
     "mm": "mm",
     "inch": "in",
+    "centimeter": "cm",
+    "centimeters": "cm",
+    "millimeter": "mm",
+    "millimeters": "mm",
     "inches": "in",
     "degree": "deg",
     "degrees": "deg",
@@ -267,15 +286,60 @@ def _words_to_number(phrase: str) -> int | None:
     return total + current if seen else None
 
 
+_ORDINALS = {
+    "first": "one",
+    "second": "two",
+    "third": "three",
+    "fifth": "five",
+    "eighth": "eight",
+    "ninth": "nine",
+    "twelfth": "twelve",
+    "twentieth": "twenty",
+    "thirtieth": "thirty",
+}
+_ORDINAL_RE = re.compile(
+    r"\b(first|second|third|fifth|eighth|ninth|twelfth|twentieth|thirtieth|"
+    r"(?:four|six|seven|ten|eleven|thir|four|fif|six|seven|eigh|nine)teenth|fourth|sixth|"
+    r"seventh|tenth|eleventh)\b(?!\s+(?:of|time|opinion|thing)\b)",
+    re.I,
+)
+
+
+def _ordinal(word: str) -> str:
+    low = word.lower()
+    return _ORDINALS.get(low) or (low[:-2] if low.endswith("th") else low)
+
+
+_ORDINAL_SUFFIX_RE = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b", re.I)
+# "a week ago", "an hour" -> 1 week, 1 hour (speech rarely says "one").
+_ONE_OF_RE = re.compile(
+    r"\b(?:a|an)\s+(?=(?:day|week|month|year|hour|minute|night|pack|tablet|pill|beer|drink|"
+    r"glass|cup|cigarette|time)s?\b)",
+    re.I,
+)
+_SPOKEN_DECIMAL_RE = re.compile(r"\b(\d+)\s+point\s+(\d+)\b|(?<![\d.])\bpoint\s+(\d+)\b", re.I)
+
+
 def _digits(text: str) -> str:
-    """Spell-out numbers replaced by digits ("forty five" -> "45"), so both forms compare."""
+    """Spelled-out numbers replaced by digits ("forty five" -> "45", "seven point one" ->
+    "7.1", "first" -> "1", "a week" -> "1 week"), so written and spoken forms compare."""
     text = _HALF_RE.sub("0.5", text)
+    text = _ORDINAL_RE.sub(lambda m: _ordinal(m.group(1)), text)
+    text = _ORDINAL_SUFFIX_RE.sub(r"\1", text)
+    text = _ONE_OF_RE.sub("1 ", text)
 
     def repl(m: re.Match[str]) -> str:
         value = _words_to_number(m.group(0))
         return str(value) if value is not None else m.group(0)
 
-    return _WORD_RUN_RE.sub(repl, text)
+    text = _WORD_RUN_RE.sub(repl, text)
+
+    def decimal(m: re.Match[str]) -> str:
+        if m.group(3) is not None:
+            return f"0.{m.group(3)}"
+        return f"{m.group(1)}.{m.group(2)}"
+
+    return _SPOKEN_DECIMAL_RE.sub(decimal, text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +385,87 @@ def quantities(text: str) -> list[Quantity]:
         display = f"{m.group(1)} {unit}" if unit and unit != "%" else m.group(1) + (unit or "")
         found.append(Quantity(value=value, unit=unit, display=display.strip()))
     return found
+
+
+# --- dates -------------------------------------------------------------------------------
+
+_MONTHS = {
+    name: i + 1
+    for i, names in enumerate(
+        (
+            "january jan",
+            "february feb",
+            "march mar",
+            "april apr",
+            "may",
+            "june jun",
+            "july jul",
+            "august aug",
+            "september sep sept",
+            "october oct",
+            "november nov",
+            "december dec",
+        )
+    )
+    for name in names.split()
+}
+_MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_NUMERIC_DATE_RE = re.compile(r"\b(\d{1,2})[/-](\d{1,2})[/-](\d{2}|\d{4})\b|\b(\d{1,2})/(\d{4})\b")
+_WORD_DATE_RE = re.compile(
+    rf"\b({_MONTH_NAMES})\.?\s+(?:(\d{{1,2}})(?!\d)\s*,?\s*)?(\d{{4}})?\b", re.I
+)
+
+Date = tuple[int, int | None, int | None]  # month, day, year
+
+
+def _year(text: str | None) -> int | None:
+    if not text:
+        return None
+    value = int(text)
+    return value if value >= 100 else (2000 + value if value < 50 else 1900 + value)
+
+
+def dates(text: str) -> list[Date]:
+    """Calendar dates in ``text``: "3/1/21", "10/2020", "January 20th, 2020", "november 24"."""
+    found: list[Date] = []
+    for m in _NUMERIC_DATE_RE.finditer(text):
+        if m.group(1):
+            month, day = int(m.group(1)), int(m.group(2))
+            if 1 <= month <= 12 and 1 <= day <= 31:
+                found.append((month, day, _year(m.group(3))))
+        elif 1 <= int(m.group(4)) <= 12:
+            found.append((int(m.group(4)), None, _year(m.group(5))))
+    for m in _WORD_DATE_RE.finditer(_digits(text)):
+        day, year = m.group(2), m.group(3)
+        if m.group(1).lower() == "may" and not (day or year):
+            continue  # the verb "may"
+        if day or year:
+            found.append((_MONTHS[m.group(1).lower()], int(day) if day else None, _year(year)))
+    return found
+
+
+def _same_date(a: Date, b: Date) -> bool:
+    return a[0] == b[0] and all(
+        x is None or y is None or x == y for x, y in zip(a[1:], b[1:], strict=True)
+    )
+
+
+def _show_date(d: Date) -> str:
+    return "/".join(str(x) for x in d if x is not None)
+
+
+def _compare_dates(statement: str, evidence: str, source: str) -> FactCheck:
+    wanted = dates(statement)
+    if not wanted:
+        return AGREE
+    near, anywhere = dates(evidence), dates(source)
+    for d in wanted:
+        if any(_same_date(d, e) for e in near + anywhere):
+            continue
+        if near:
+            return FactCheck("conflict", f"date differs: {_show_date(d)} vs {_show_date(near[0])}")
+        return FactCheck("missing", f"date {_show_date(d)} not found in the source")
+    return AGREE
 
 
 _COMMON = frozenset(
@@ -369,119 +514,199 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
             return FactCheck("conflict", f"{q.kind} differs: {q.display} vs {rivals[0].display}")
         return FactCheck("missing", f"{q.kind} {q.display} not found in the evidence")
     return AGREE
-    have = quantities(evidence)
-    missing = [q for q in wanted if q.value not in {h.value for h in have}]
-    if missing and source_sentences:
-        # a value may be said elsewhere in the source, next to the same topic
-        have = have + quantities(_related_sentences(statement, source_sentences))
-    have_values = {q.value for q in have}
-    # "132/84" in a statement is borne out by "132 over 84" in speech.
-    spoken = {
-        _canonical(f"{a}/{b}") for a, b in re.findall(r"(\d+)\s+over\s+(\d+)", _digits(evidence))
-    }
-    have_values |= spoken
-    for q in wanted:
-        if q.value in have_values:
-            continue
-        if "/" in q.value and all(part in have_values for part in q.value.split("/")):
-            continue
-        rivals = [h for h in have if h.unit is not None and h.unit == q.unit and h.value != q.value]
-        if rivals:
-            return FactCheck("conflict", f"{q.kind} differs: {q.display} vs {rivals[0].display}")
-        return FactCheck("missing", f"{q.kind} {q.display} not found in the evidence")
-    return AGREE
 
 
 # --- negation ----------------------------------------------------------------------------
 
+# Cues that negate what follows them ("denies fever", "no rash", "without pain").
 _NEG_CUES = frozenset(
     """
-    no not denies denied deny denying without never none negative neither nor quit stopped
-    stop discontinued off free absent absence ruled nothing non nope nah
+    no not denies denied deny denying without never none neither nor quit stopped
+    discontinued nothing nope nah negative absence
     """.split()
 )
-_SCOPE_END = frozenset(", ; : but however although though except other than".split())
-_YES_WORDS = frozenset("yes yeah yep yup mm uh-huh correct sure definitely".split())
-_NO_WORDS = frozenset("no nope nah never none".split())
+# Cues that negate what comes just before them ("margins were negative", "pain free").
+_POST_CUES = frozenset({"negative", "absent", "free", "resolved"})
+_LINKS = frozenset({"is", "are", "was", "were", "been", "be", "all", "came", "back"})
+_SCOPE_END = frozenset(
+    "; : . but however although though except other than which who while whereas".split()
+)
+_SCOPE_MAX = 6
+# A new subject ends a negation's scope: "no fever , she has a cough".
+_SUBJECTS = frozenset(
+    """
+    i i'm i've i'll i'd we we're we've we'll you you're you've he he's she she's they they're
+    they've it's that's there's
+    """.split()
+)
+_YES_WORDS = frozenset("yes yeah yep yup mm uh-huh correct sure definitely absolutely".split())
+_NO_WORDS = frozenset("no nope nah never none nothing".split())
+# After an answer particle "no" these begin a new clause: "no , i think it's stress".
+_CLAUSE_STARTS = frozenset(
+    """
+    , i i'm i've it it's that that's this we you he she they just but really actually sir
+    ma'am thank thanks not no never um uh well because so and the my a an doctor okay ok
+    yes yeah nope nothing there there's
+    """.split()
+)
+# Openers after which a transcript asks rather than states ("any fever", "do you smoke").
+_ASKS = frozenset({"any", "anything"})
+_ASK_OPENERS = frozenset({"and", "or", "so", "okay", "alright", "now", "about", ",", "um", "uh"})
+_ASK_PAIRS = frozenset(
+    {
+        ("do", "you"),
+        ("did", "you"),
+        ("have", "you"),
+        ("are", "you"),
+        ("were", "you"),
+        ("is", "there"),
+        ("are", "there"),
+        ("has", "there"),
+        ("was", "there"),
+        ("does", "it"),
+        ("is", "it"),
+        ("how", "about"),
+        ("what", "about"),
+    }
+)
+_WH_WORDS = frozenset("how what when where why which who whose".split())
+_SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
+
+Polarity = dict[str, set[bool]]  # stem -> {True: asserted, False: negated}
+_ASKED = None  # marker of a questioned term
 
 
-def _polarity(toks: list[str]) -> dict[str, bool]:
-    """Content stems of one sentence -> True when asserted, False when in a negation's scope."""
-    status: dict[str, bool] = {}
-    scope = 0
-    for tok in toks:
-        if tok in _NEG_CUES:
-            scope = 6
+def _content(tok: str) -> bool:
+    return tok.isalpha() and tok not in _STOPWORDS and len(tok) > 2 and tok not in _NEG_CUES
+
+
+def _polarity_marks(toks: list[str]) -> list[bool | None]:
+    """Per token: True asserted, False negated, None asked (in a question's scope).
+
+    A negation's scope runs over at most ``_SCOPE_MAX`` content words and ends at a clause
+    boundary: a conjunction such as "but", a new subject ("no rash, she says ..."), or a
+    comma that does not continue a list ("denies fever, chills, or sweats" stays negated).
+    """
+    marks: list[bool | None] = [True] * len(toks)
+    scope = 0  # content words left in a negation's scope
+    asking = False
+    for i, tok in enumerate(toks):
+        prev = toks[i - 1] if i else ""
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        if tok in _SCOPE_END or tok == "?" or (tok == "," and nxt in _CLAUSE_STARTS):
+            scope, asking = 0, False
             continue
-        if tok in _SCOPE_END or tok == "?":
+        if tok in _SUBJECTS and scope < _SCOPE_MAX:  # not "denies that she ..."
             scope = 0
-            continue
-        if tok.isalpha() and tok not in _STOPWORDS and len(tok) > 2:
-            key = stem(tok)
-            negated = scope > 0
-            # an assertion anywhere wins: "no fever now, but fever last week" is asserted
-            status[key] = status.get(key, False) or not negated
-        scope = max(0, scope - 1)
-    return status
-
-
-def _evidence_polarity(sentences: Sequence[str]) -> dict[str, set[bool]]:
-    """Polarity of evidence terms, reading a question answered "no" as a negation."""
-    out: dict[str, set[bool]] = {}
-    for i, sentence in enumerate(sentences):
-        toks = tokens(sentence)
-        pol = _polarity(toks)
-        if sentence.rstrip().endswith("?") or _is_question(toks):
-            # a question asserts nothing; its answer decides
-            reply = tokens(sentences[i + 1])[:4] if i + 1 < len(sentences) else []
-            if reply and (reply[0] in _NO_WORDS or _NEG_CUES & set(reply)):
-                pol = dict.fromkeys(pol, False)
-            elif reply and reply[0] in _YES_WORDS:
-                pol = dict.fromkeys(pol, True)
-            else:
+        if (
+            tok in _NO_WORDS
+            and (not prev or prev in _NO_WORDS or prev == ",")
+            and (not nxt or nxt in _CLAUSE_STARTS)
+        ):
+            continue  # an answer particle: "no , i think ..." negates nothing that follows
+        if tok in _POST_CUES and not (tok == "negative" and nxt == "for"):
+            j = i - 1
+            while j >= 0 and toks[j] in _LINKS:
+                j -= 1
+            if tok != "negative" or j < i - 1:  # "pain free", "margins were negative"
+                if j >= 0 and _content(toks[j]):
+                    marks[j] = False
                 continue
-        for key, asserted in pol.items():
-            out.setdefault(key, set()).add(asserted)
+        if tok == "without" and prev == "or":  # "with or without"
+            continue
+        if tok == "non":
+            scope = 1
+            continue
+        if tok in _NEG_CUES:
+            scope, asking = _SCOPE_MAX, False
+            continue
+        if scope == 0 and (
+            (tok in _ASKS and (not prev or prev in _ASK_OPENERS)) or (tok, nxt) in _ASK_PAIRS
+        ):
+            asking = True
+        if scope > 0:
+            marks[i] = False
+            if _content(tok):
+                scope -= 1
+        elif asking:
+            marks[i] = None
+    return marks
+
+
+def _polarity(toks: list[str]) -> Polarity:
+    """Content stems of one sentence with how each is said (both, when said both ways)."""
+    out: Polarity = {}
+    for tok, mark in zip(toks, _polarity_marks(toks), strict=True):
+        if mark is not None and _content(tok):
+            out.setdefault(stem(tok), set()).add(mark)
     return out
 
 
-_QUESTION_STARTS = frozenset(
-    "have do did are is any does were was can could how what when where why which".split()
-)
-_FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then"})
+def _asked(toks: list[str]) -> set[str]:
+    return {
+        stem(t)
+        for t, m in zip(toks, _polarity_marks(toks), strict=True)
+        if m is None and _content(t)
+    }
 
 
-def _is_question(toks: list[str]) -> bool:
-    """A question even without "?" (transcripts often drop punctuation)."""
-    words = [t for t in toks if t.isalpha() and t not in _FILLERS]
-    return (
-        len(words) > 1
-        and words[0] in _QUESTION_STARTS
-        and words[1] in {"you", "there", "your", "it", "he", "she", "they", "any"}
-    )
+def _reply(sentence: str) -> bool | None:
+    """A reply's yes (True) or no (False), read from its first words; None when neither."""
+    words = [t for t in tokens(_SPEAKER_RE.sub("", sentence))[:5] if t not in _FILLERS]
+    if not words:
+        return None
+    if words[0] in _NO_WORDS or (words[0] in {"i", "not"} and "not" in words[:3]):
+        return False
+    if words[0] in _YES_WORDS:
+        return True
+    return None
+
+
+def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
+    """Polarity of evidence terms; a question answered "no" negates what it asked, answered
+    "yes" asserts it, and is otherwise undecided. Wh-questions ("how far are you running")
+    presuppose what they ask about."""
+    out: Polarity = {}
+    for i, sentence in enumerate(sentences):
+        toks = tokens(_SPEAKER_RE.sub("", sentence))
+        words = [t for t in toks if t.isalpha() and t not in _FILLERS]
+        reply = _reply(sentences[i + 1]) if i + 1 < len(sentences) else None
+        if sentence.rstrip().endswith("?") and words and words[0] not in _WH_WORDS:
+            asked = {stem(t) for t in toks if _content(t)}
+        else:
+            asked = _asked(toks)
+        for key, said in _polarity(toks).items():
+            if key not in asked:
+                out.setdefault(key, set()).update(said)
+        if reply is not None:
+            for key in asked:
+                out.setdefault(key, set()).add(reply)
+    return out
+
+
+_FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then", "well", "oh"})
+_IGNORED_KEYS = frozenset({"left", "right", "bilateral"})  # laterality has its own check
 
 
 def _compare_negation(statement: str, evidence_sentences: Sequence[str]) -> FactCheck:
-    stmt = _polarity(tokens(statement))
-    stmt_negated = any(t in _NEG_CUES for t in tokens(statement))
+    toks = tokens(statement)
+    words = {stem(t): t for t in toks if t.isalpha()}
     evid = _evidence_polarity(evidence_sentences)
-    agree = disagree = 0
-    for key, asserted in stmt.items():
+    for key, said in _polarity(toks).items():
         seen = evid.get(key)
-        if not seen or len(seen) > 1:  # absent, or said both ways: undecided
-            continue
-        if asserted in seen:
-            agree += 1
-        else:
-            disagree += 1
-    if disagree:
-        if stmt_negated:
+        if key in _IGNORED_KEYS or len(said) > 1 or not seen or len(seen) > 1:
+            continue  # said both ways, or absent: undecided
+        if said != seen:
+            word = words.get(key, key)
+            if True in said:
+                return FactCheck(
+                    "conflict",
+                    f"negation differs: the statement asserts {word!r}, the evidence negates it",
+                )
             return FactCheck(
-                "conflict", "negation differs: the statement negates, the evidence asserts"
+                "conflict",
+                f"negation differs: the statement negates {word!r}, the evidence asserts it",
             )
-        return FactCheck(
-            "conflict", "negation differs: the statement asserts, the evidence negates"
-        )
     return AGREE
 
 
@@ -659,6 +884,7 @@ def compare_facts(
     source = " ".join(source_sentences) or evidence
     checks = (
         _compare_numbers(statement, evidence, source_sentences),
+        _compare_dates(statement, evidence, source),
         _compare_names(statement, evidence, source),
         _compare_laterality(statement, evidence, source),
         _compare_negation(statement, evidence_sentences if focus is None else focus),
