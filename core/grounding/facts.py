@@ -617,7 +617,7 @@ def _polarity_marks(toks: list[str]) -> list[bool | None]:
         if tok == "non":
             scope = 1
             continue
-        if tok in _NEG_CUES:
+        if tok in _NEG_CUES and not (tok == "not" and nxt == "only"):
             scope, asking = _SCOPE_MAX, False
             continue
         if scope == 0 and (
@@ -651,8 +651,12 @@ def _asked(toks: list[str]) -> set[str]:
 
 
 def _reply(sentence: str) -> bool | None:
-    """A reply's yes (True) or no (False), read from its first words; None when neither."""
-    words = [t for t in tokens(_SPEAKER_RE.sub("", sentence))[:5] if t not in _FILLERS]
+    """A short reply's yes (True) or no (False); None when neither, or when the reply goes
+    on to say more (a "no" before a new clause often answers something else)."""
+    toks = tokens(_SPEAKER_RE.sub("", sentence))
+    if sum(_content(t) for t in toks) > 6:
+        return None
+    words = [t for t in toks[:5] if t not in _FILLERS]
     if not words:
         return None
     if words[0] in _NO_WORDS or (words[0] in {"i", "not"} and "not" in words[:3]):
@@ -671,10 +675,9 @@ def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
         toks = tokens(_SPEAKER_RE.sub("", sentence))
         words = [t for t in toks if t.isalpha() and t not in _FILLERS]
         reply = _reply(sentences[i + 1]) if i + 1 < len(sentences) else None
-        if sentence.rstrip().endswith("?") and words and words[0] not in _WH_WORDS:
-            asked = {stem(t) for t in toks if _content(t)}
-        else:
-            asked = _asked(toks)
+        asked = _asked(toks)
+        if not asked and sentence.rstrip().endswith("?") and words and words[0] not in _WH_WORDS:
+            asked = {stem(t) for t in toks if _content(t)}  # "diarrhea ?"
         for key, said in _polarity(toks).items():
             if key not in asked:
                 out.setdefault(key, set()).update(said)
@@ -685,7 +688,14 @@ def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
 
 
 _FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then", "well", "oh"})
-_IGNORED_KEYS = frozenset({"left", "right", "bilateral"})  # laterality has its own check
+# Laterality has its own check; words of time and sequence say nothing of negation.
+_IGNORED_KEYS = frozenset(
+    stem(w)
+    for w in """
+    left right bilateral time times day days week weeks month months year years today since
+    about also than previous past last next ago once twice able
+    """.split()
+)
 
 
 def _compare_negation(statement: str, evidence_sentences: Sequence[str]) -> FactCheck:
@@ -720,8 +730,11 @@ _SIDES = {"left": "left", "right": "right", "bilateral": "bilateral", "bilateral
 def _sides(text: str) -> set[str]:
     toks = tokens(text)
     sides = {_SIDES[t] for t in toks if t in _SIDES}
-    if "both" in toks and {"sides", "legs", "arms", "knees", "eyes", "ears", "feet"} & set(toks):
-        sides.add("bilateral")
+    for i, t in enumerate(toks):  # "both sides", "both my elbows"
+        if t == "both" and any(
+            w.endswith("s") or w in {"feet", "teeth"} for w in toks[i + 1 : i + 3] if w.isalpha()
+        ):
+            sides.add("bilateral")
     # "right now", "all right", "that's right" are not sides
     lateral_right = [
         i
@@ -769,6 +782,8 @@ def _compare_laterality(statement: str, evidence: str, source: str) -> FactCheck
         others = near - {side}
         if others:
             return FactCheck("conflict", f"laterality differs: {side} vs {sorted(others)[0]}")
+        if side == "bilateral":
+            continue  # often implied by a plural ("lungs are clear", "lower extremities")
         if side not in _sides(source):
             return FactCheck("missing", f"laterality {side} not found in the source")
     return AGREE

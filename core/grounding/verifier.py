@@ -122,6 +122,19 @@ class _SourceIndex:
         sentences = self.sentences[unit.chunk]
         return [s.text for s in sentences[unit.first : unit.last + 2]]
 
+    def lead_in(self, chunk: int, start: int, end: int, words: int = 1) -> str:
+        """The matched text ``[start, end)`` with up to ``words`` word(s) before it in its
+        sentence: what decides the negation of a verbatim match ("no masses" vs "masses")."""
+        text = self.sources[chunk].text
+        floor = max((s.start for s in self.sentences[chunk] if s.start <= start), default=0)
+        a = start
+        for _ in range(words):
+            a = text.rfind(" ", floor, max(floor, a - 1))
+            if a < 0:
+                a = floor
+                break
+        return text[max(floor, a) : end].strip()
+
     def sentence_span(self, chunk: int, start: int, end: int) -> _Unit:
         """The sentences of ``chunk`` overlapping ``[start, end)`` as a unit."""
         sentences = self.sentences[chunk]
@@ -358,7 +371,7 @@ class GroundingVerifier:
                 statement,
                 index.context(unit, 0),
                 index.source_sentences(ci),
-                focus=index.focus(unit),
+                focus=[index.lead_in(ci, start, end)],
             )
             if check.status == "agree":
                 return _Decision("grounded", "exact_match", 1.0, unit, None, 1.0)
@@ -383,7 +396,7 @@ class GroundingVerifier:
             statement,
             index.context(unit, 1),
             index.source_sentences(unit.chunk),
-            focus=index.focus(unit),
+            focus=[index.lead_in(unit.chunk, unit.start, unit.end)],
         )
         if check.status == "agree":
             return _Decision("grounded", "fuzzy_match", score, unit, None, score)
