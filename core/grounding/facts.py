@@ -462,8 +462,9 @@ def _compare_dates(statement: str, evidence: str, source: str) -> FactCheck:
     for d in wanted:
         if any(_same_date(d, e) for e in near + anywhere):
             continue
-        if near:
-            return FactCheck("conflict", f"date differs: {_show_date(d)} vs {_show_date(near[0])}")
+        if near:  # the rival sharing most parts with the stated date
+            rival = max(near, key=lambda e: sum(x == y for x, y in zip(d, e, strict=True)))
+            return FactCheck("conflict", f"date differs: {_show_date(d)} vs {_show_date(rival)}")
         return FactCheck("missing", f"date {_show_date(d)} not found in the source")
     return AGREE
 
@@ -590,6 +591,8 @@ def _polarity_marks(toks: list[str]) -> list[bool | None]:
     marks: list[bool | None] = [True] * len(toks)
     scope = 0  # content words left in a negation's scope
     asking = False
+    opener = next((t for t in toks if t.isalpha() and t not in _FILLERS), "")
+    wh = opener in _WH_WORDS  # "how far are you running": presupposed, not asked
     for i, tok in enumerate(toks):
         prev = toks[i - 1] if i else ""
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
@@ -621,7 +624,8 @@ def _polarity_marks(toks: list[str]) -> list[bool | None]:
             scope, asking = _SCOPE_MAX, False
             continue
         if scope == 0 and (
-            (tok in _ASKS and (not prev or prev in _ASK_OPENERS)) or (tok, nxt) in _ASK_PAIRS
+            (tok in _ASKS and (not prev or prev in _ASK_OPENERS))
+            or (not wh and (tok, nxt) in _ASK_PAIRS)
         ):
             asking = True
         if scope > 0:
@@ -777,7 +781,7 @@ def _compare_laterality(statement: str, evidence: str, source: str) -> FactCheck
     for side in sorted(wanted):
         if side in near:
             continue
-        if side == "bilateral" and {"left", "right"} <= near:
+        if side == "bilateral" and {"left", "right"} <= near or "bilateral" in near:
             continue
         others = near - {side}
         if others:

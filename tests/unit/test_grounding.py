@@ -280,6 +280,78 @@ def test_fact_helpers() -> None:
     assert compare_facts("Has high blood pressure.", ["history of hypertension"]).status == "agree"
 
 
+def test_spoken_decimals_ordinals_and_a_week() -> None:
+    said = ["the mass was point four by two by three centimeters and it started a week ago"]
+    assert compare_facts("The mass was 0.4 by 2.0 by 3.0 cm.", said).status == "agree"
+    assert compare_facts("The mass was 0.6 by 2.0 by 3.0 cm.", said).status != "agree"
+    assert compare_facts("It started 1 week ago.", said).status == "agree"
+    assert (
+        compare_facts(
+            "Fracture of the 2nd metatarsal.", ["a break of the second metatarsal"]
+        ).status
+        == "agree"
+    )
+    assert compare_facts("A1c was 7.1.", ["your a1c was seven point one"]).status == "agree"
+
+
+def test_dates_are_compared_written_or_spoken() -> None:
+    said = ["he was last seen on november 24th 2020 and the labs are from 3/1/21"]
+    assert compare_facts("Last seen on 11/24/2020.", said).status == "agree"
+    assert compare_facts("Labs reviewed, 03/01/2021.", said).status == "agree"
+    check = compare_facts("Last seen on 12/24/2020.", said)
+    assert (check.status, check.reason) == ("conflict", "date differs: 12/24/2020 vs 11/24/2020")
+    assert compare_facts("Seen on 10/2019.", ["no date was said here"]).status == "missing"
+    assert compare_facts("You may need a refill.", said).status == "agree"  # "may" is no month
+
+
+@pytest.mark.parametrize(
+    ("statement", "evidence", "status"),
+    [
+        # a list stays in the negation's scope; a new clause ends it
+        ("Denies nausea, vomiting, or diarrhea.", ["i have had some diarrhea"], "conflict"),
+        ("No fever, she reports a cough.", ["i have a cough"], "agree"),
+        ("Denies that he smokes.", ["i smoke a pack a day"], "conflict"),
+        # post-negation and prefixes
+        ("Margins were negative.", ["the margins were negative"], "agree"),
+        ("Non-distended, active bowel sounds.", ["nondistended active bowel sounds"], "agree"),
+        ("With or without musculoskeletal strain.", ["some musculoskeletal strain"], "agree"),
+        # "no" answering a question negates nothing after it
+        ("Her stress is a factor.", ["no , i think it is just stress"], "agree"),
+        # a yes/no question asserts nothing until it is answered
+        ("She has blood in her stool.", ["any blood in your stool ?"], "agree"),
+        ("She has blood in her stool.", ["any blood in your stool ?", "[patient] no"], "conflict"),
+        ("She has blood in her stool.", ["any blood in your stool ?", "[patient] yes"], "agree"),
+        # a wh-question presupposes what it asks about
+        ("He denies running.", ["how far are you running ?", "like four miles"], "conflict"),
+        # words of time say nothing of negation
+        (
+            "If she is not better at that time, we will obtain an MRI.",
+            ["if it's not better , we'll get an mri at that time"],
+            "agree",
+        ),
+    ],
+)
+def test_negation_scope(statement: str, evidence: list[str], status: str) -> None:
+    assert compare_facts(statement, evidence).status == status
+
+
+def test_verbatim_match_reads_negation_from_the_word_before(verifier: GroundingVerifier) -> None:
+    exam = "on exam there is no tenderness and no masses on the right and regular rate and rhythm"
+    src = [SourceChunk("exam", exam, "transcript")]
+    assert verifier.verify("Regular rate and rhythm.", src).statements[0].status == "grounded"
+    assert verifier.verify("No masses on the right.", src).statements[0].status == "grounded"
+    assert verifier.verify("Masses on the right.", src).statements[0].status == "contradicted"
+
+
+def test_both_and_a_plural_is_bilateral() -> None:
+    said = ["it's both my elbows but my right elbow is hurting the most"]
+    assert compare_facts("Bilateral elbow pain, right worse than left.", said).status == "agree"
+    assert (
+        compare_facts("Lungs clear to auscultation bilaterally.", ["lungs are clear"]).status
+        == "agree"
+    )
+
+
 def test_no_patient_text_in_logs(
     verifier: GroundingVerifier, caplog: pytest.LogCaptureFixture
 ) -> None:
