@@ -48,6 +48,7 @@ class Lexicon:
     conditions: tuple[str, ...]
     condition_synonyms: dict[str, tuple[str, ...]]
     drug_brands: dict[str, str]
+    findings: frozenset[str]  # symptoms and findings a clinician asks about (by stem)
 
 
 @lru_cache(maxsize=1)
@@ -65,6 +66,9 @@ def load_lexicon() -> Lexicon:
         conditions=conditions,
         condition_synonyms={k: tuple(v) for k, v in synonyms.items()},
         drug_brands=dict(raw["drug_brands"]),
+        findings=frozenset(
+            stem(w) for w in [*raw["findings"], *raw["drugs"], *raw["conditions"]] if " " not in w
+        ),
     )
 
 
@@ -532,7 +536,7 @@ _LINKS = frozenset({"is", "are", "was", "were", "been", "be", "all", "came", "ba
 _SCOPE_END = frozenset(
     "; : . but however although though except other than which who while whereas".split()
 )
-_SCOPE_MAX = 6
+_SCOPE_MAX = 8
 # A new subject ends a negation's scope: "no fever , she has a cough".
 _SUBJECTS = frozenset(
     """
@@ -542,6 +546,11 @@ _SUBJECTS = frozenset(
 )
 _YES_WORDS = frozenset("yes yeah yep yup mm uh-huh correct sure definitely absolutely".split())
 _NO_WORDS = frozenset("no nope nah never none nothing".split())
+_YES_PHRASES = [["i", v] for v in ("have", "do", "did", "am", "was", "had", "does")] + [
+    ["it", "is"],
+    ["it", "does"],
+    ["it", "has"],
+]
 # After an answer particle "no" these begin a new clause: "no , i think it's stress".
 _CLAUSE_STARTS = frozenset(
     """
@@ -660,12 +669,12 @@ def _reply(sentence: str) -> bool | None:
     toks = tokens(_SPEAKER_RE.sub("", sentence))
     if sum(_content(t) for t in toks) > 6:
         return None
-    words = [t for t in toks[:5] if t not in _FILLERS]
+    words = [t for t in toks[:6] if t.isalpha() and t not in _FILLERS]
     if not words:
         return None
     if words[0] in _NO_WORDS or (words[0] in {"i", "not"} and "not" in words[:3]):
         return False
-    if words[0] in _YES_WORDS:
+    if words[0] in _YES_WORDS or words[:2] in _YES_PHRASES:
         return True
     return None
 
@@ -702,12 +711,25 @@ _IGNORED_KEYS = frozenset(
 )
 
 
-def _compare_negation(statement: str, evidence_sentences: Sequence[str]) -> FactCheck:
+@lru_cache(maxsize=64)
+def _source_polarity(sentences: tuple[str, ...]) -> Polarity:
+    return _evidence_polarity(sentences)
+
+
+def _compare_negation(
+    statement: str, evidence_sentences: Sequence[str], source_sentences: Sequence[str] = ()
+) -> FactCheck:
     toks = tokens(statement)
     words = {stem(t): t for t in toks if t.isalpha()}
     evid = _evidence_polarity(evidence_sentences)
+    whole = _source_polarity(tuple(source_sentences)) if source_sentences else {}
+    findings = load_lexicon().findings
     for key, said in _polarity(toks).items():
         seen = evid.get(key)
+        if not seen and key in findings:
+            # a symptom the matched text does not mention: how the rest of the source
+            # speaks of it ("any fever ?" "no" earlier in the visit) decides
+            seen = whole.get(key)
         if key in _IGNORED_KEYS or len(said) > 1 or not seen or len(seen) > 1:
             continue  # said both ways, or absent: undecided
         if said != seen:
@@ -906,7 +928,9 @@ def compare_facts(
         _compare_dates(statement, evidence, source),
         _compare_names(statement, evidence, source),
         _compare_laterality(statement, evidence, source),
-        _compare_negation(statement, evidence_sentences if focus is None else focus),
+        _compare_negation(
+            statement, evidence_sentences if focus is None else focus, source_sentences
+        ),
     )
     for check in checks:
         if check.status == "conflict":
