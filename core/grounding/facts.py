@@ -67,7 +67,7 @@ def load_lexicon() -> Lexicon:
         condition_synonyms={k: tuple(v) for k, v in synonyms.items()},
         drug_brands=dict(raw["drug_brands"]),
         findings=frozenset(
-            stem(w) for w in [*raw["findings"], *raw["drugs"], *raw["conditions"]] if " " not in w
+            stem(w) for w in raw["findings"] if " " not in w
         ),
     )
 
@@ -561,7 +561,6 @@ _CLAUSE_STARTS = frozenset(
 )
 # Openers after which a transcript asks rather than states ("any fever", "do you smoke").
 _ASKS = frozenset({"any", "anything"})
-_ASK_OPENERS = frozenset({"and", "or", "so", "okay", "alright", "now", "about", ",", "um", "uh"})
 _ASK_PAIRS = frozenset(
     {
         ("do", "you"),
@@ -575,10 +574,9 @@ _ASK_PAIRS = frozenset(
         ("was", "there"),
         ("does", "it"),
         ("is", "it"),
-        ("how", "about"),
-        ("what", "about"),
     }
 )
+_ASK_ALWAYS = frozenset({("how", "about"), ("what", "about")})
 _WH_WORDS = frozenset("how what when where why which who whose".split())
 _SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
 
@@ -590,7 +588,7 @@ def _content(tok: str) -> bool:
     return tok.isalpha() and tok not in _STOPWORDS and len(tok) > 2 and tok not in _NEG_CUES
 
 
-def _polarity_marks(toks: list[str]) -> list[bool | None]:
+def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[bool | None]:
     """Per token: True asserted, False negated, None asked (in a question's scope).
 
     A negation's scope runs over at most ``_SCOPE_MAX`` content words and ends at a clause
@@ -629,12 +627,13 @@ def _polarity_marks(toks: list[str]) -> list[bool | None]:
         if tok == "non":
             scope = 1
             continue
-        if tok in _NEG_CUES and not (tok == "not" and nxt == "only"):
+        if tok in _NEG_CUES and not (tok == "not" and nxt in {"only", "limited"}):
             scope, asking = _SCOPE_MAX, False
             continue
-        if scope == 0 and (
-            (tok in _ASKS and (not prev or prev in _ASK_OPENERS))
-            or (not wh and (tok, nxt) in _ASK_PAIRS)
+        if (
+            speech
+            and scope == 0
+            and (tok in _ASKS or (tok, nxt) in _ASK_ALWAYS or (not wh and (tok, nxt) in _ASK_PAIRS))
         ):
             asking = True
         if scope > 0:
@@ -646,10 +645,11 @@ def _polarity_marks(toks: list[str]) -> list[bool | None]:
     return marks
 
 
-def _polarity(toks: list[str]) -> Polarity:
-    """Content stems of one sentence with how each is said (both, when said both ways)."""
+def _polarity(toks: list[str], *, speech: bool = True) -> Polarity:
+    """Content stems of one sentence with how each is said (both, when said both ways).
+    ``speech``: the text may ask questions (a transcript); a written statement does not."""
     out: Polarity = {}
-    for tok, mark in zip(toks, _polarity_marks(toks), strict=True):
+    for tok, mark in zip(toks, _polarity_marks(toks, speech=speech), strict=True):
         if mark is not None and _content(tok):
             out.setdefault(stem(tok), set()).add(mark)
     return out
@@ -689,9 +689,15 @@ def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
         words = [t for t in toks if t.isalpha() and t not in _FILLERS]
         reply = _reply(sentences[i + 1]) if i + 1 < len(sentences) else None
         asked = _asked(toks)
+        pol = _polarity(toks)
         if not asked and sentence.rstrip().endswith("?") and words and words[0] not in _WH_WORDS:
-            asked = {stem(t) for t in toks if _content(t)}  # "diarrhea ?"
-        for key, said in _polarity(toks).items():
+            # a whole yes/no question ("diarrhea ?", "no allergies , is that correct ?"):
+            # "yes" confirms it as asked, "no" turns it round
+            if reply is not None:
+                for key, said in pol.items():
+                    out.setdefault(key, set()).update(s if reply else not s for s in said)
+            continue
+        for key, said in pol.items():
             if key not in asked:
                 out.setdefault(key, set()).update(said)
         if reply is not None:
@@ -724,7 +730,7 @@ def _compare_negation(
     evid = _evidence_polarity(evidence_sentences)
     whole = _source_polarity(tuple(source_sentences)) if source_sentences else {}
     findings = load_lexicon().findings
-    for key, said in _polarity(toks).items():
+    for key, said in _polarity(toks, speech=False).items():
         seen = evid.get(key)
         if not seen and key in findings:
             # a symptom the matched text does not mention: how the rest of the source

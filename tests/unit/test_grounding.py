@@ -321,6 +321,17 @@ def test_dates_are_compared_written_or_spoken() -> None:
         ("She has blood in her stool.", ["any blood in your stool ?"], "agree"),
         ("She has blood in her stool.", ["any blood in your stool ?", "[patient] no"], "conflict"),
         ("She has blood in her stool.", ["any blood in your stool ?", "[patient] yes"], "agree"),
+        # a tag question answered "yes" confirms its own negation
+        (
+            "No known drug allergies.",
+            ["and no allergies to medicines that you know of , is that correct ?", "yes"],
+            "agree",
+        ),
+        ("Has allergies.", ["no allergies to medicines , is that correct ?", "yes"], "conflict"),
+        ("Denies loss of sensation.", ["and how about a loss of sensation ?"], "agree"),
+        ("Risks include, but are not limited to, bleeding.", ["risks: bleeding"], "agree"),
+        # a written statement asks nothing: "reports any fever" asserts fever
+        ("Reports any fever.", ["any fever ?", "no"], "conflict"),
         # a wh-question presupposes what it asks about
         ("He denies running.", ["how far are you running ?", "like four miles"], "conflict"),
         # words of time say nothing of negation
@@ -333,6 +344,23 @@ def test_dates_are_compared_written_or_spoken() -> None:
 )
 def test_negation_scope(statement: str, evidence: list[str], status: str) -> None:
     assert compare_facts(statement, evidence).status == status
+
+
+def test_a_symptom_denied_elsewhere_in_the_visit_is_not_grounded(
+    verifier: GroundingVerifier,
+) -> None:
+    dialogue = (
+        "[doctor] any nausea or vomiting ?\n[patient] no .\n"
+        "[doctor] and the stomach pain started two days ago ?\n[patient] yes two days ago ."
+    )
+    src = [SourceChunk("visit", dialogue, "transcript")]
+    said = "Stomach pain started 2 days ago with nausea."
+    result = verifier.verify(said, src).statements[0]
+    assert (result.status, result.reason) == (
+        "contradicted",
+        "negation differs: the statement asserts 'nausea', the evidence negates it",
+    )
+    assert verifier.verify("Stomach pain started 2 days ago.", src).statements[0].is_grounded
 
 
 def test_verbatim_match_reads_negation_from_the_word_before(verifier: GroundingVerifier) -> None:
