@@ -66,9 +66,7 @@ def load_lexicon() -> Lexicon:
         conditions=conditions,
         condition_synonyms={k: tuple(v) for k, v in synonyms.items()},
         drug_brands=dict(raw["drug_brands"]),
-        findings=frozenset(
-            stem(w) for w in raw["findings"] if " " not in w
-        ),
+        findings=frozenset(stem(w) for w in raw["findings"] if " " not in w),
     )
 
 
@@ -577,6 +575,10 @@ _ASK_PAIRS = frozenset(
     }
 )
 _ASK_ALWAYS = frozenset({("how", "about"), ("what", "about")})
+# What may stand before "do you" when it asks ("okay so do you ..."), unlike "we have you on".
+_OPENERS = frozenset(
+    "and or so but okay ok alright now then um uh well also , ? . nice great good".split()
+)
 _WH_WORDS = frozenset("how what when where why which who whose".split())
 _SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
 
@@ -633,7 +635,11 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[bool | None
         if (
             speech
             and scope == 0
-            and (tok in _ASKS or (tok, nxt) in _ASK_ALWAYS or (not wh and (tok, nxt) in _ASK_PAIRS))
+            and (
+                tok in _ASKS
+                or (tok, nxt) in _ASK_ALWAYS
+                or (not wh and (tok, nxt) in _ASK_PAIRS and (not prev or prev in _OPENERS))
+            )
         ):
             asking = True
         if scope > 0:
