@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -322,11 +322,14 @@ _ONE_OF_RE = re.compile(
 _SPOKEN_DECIMAL_RE = re.compile(r"\b(\d+)\s+point\s+(\d+)\b|(?<![\d.])\bpoint\s+(\d+)\b", re.I)
 
 
-def _digits(text: str) -> str:
+def _digits(text: str, *, ordinals: bool = True) -> str:
     """Spelled-out numbers replaced by digits ("forty five" -> "45", "seven point one" ->
-    "7.1", "first" -> "1", "a week" -> "1 week"), so written and spoken forms compare."""
+    "7.1", "a week" -> "1 week", and with ``ordinals`` "second" -> "2"), so that written
+    and spoken forms compare. A statement's "the first report" is not a quantity, so
+    statements are read without ``ordinals``; evidence is read with them."""
     text = _HALF_RE.sub("0.5", text)
-    text = _ORDINAL_RE.sub(lambda m: _ordinal(m.group(1)), text)
+    if ordinals:
+        text = _ORDINAL_RE.sub(lambda m: _ordinal(m.group(1)), text)
     text = _ORDINAL_SUFFIX_RE.sub(r"\1", text)
     text = _ONE_OF_RE.sub("1 ", text)
 
@@ -351,6 +354,8 @@ class Quantity:
     value: str
     unit: str | None
     display: str
+    # content words (by stem) around the number: what it is a number of
+    context: frozenset[str] = field(default=frozenset(), compare=False)
 
     @property
     def kind(self) -> str:
@@ -372,9 +377,9 @@ def _canonical(number: str) -> str:
     return str(int(value)) if value.is_integer() else repr(value)
 
 
-def quantities(text: str) -> list[Quantity]:
+def quantities(text: str, *, ordinals: bool = True) -> list[Quantity]:
     """Numbers with units, spelled-out numbers included ("twenty milligrams" -> 20 mg)."""
-    converted = _DATE_RE.sub(" ", _digits(text))
+    converted = _DATE_RE.sub(" ", _digits(text, ordinals=ordinals))
     found: list[Quantity] = []
     for m in _NUMBER_RE.finditer(converted):
         raw_unit = (m.group(2) or "").lower()
@@ -385,7 +390,11 @@ def quantities(text: str) -> list[Quantity]:
         if unit is None and "/" in value:
             unit = "mmhg"
         display = f"{m.group(1)} {unit}" if unit and unit != "%" else m.group(1) + (unit or "")
-        found.append(Quantity(value=value, unit=unit, display=display.strip()))
+        near = tokens(converted[: m.start()])[-3:] + tokens(converted[m.end() :])[:3]
+        context = frozenset(
+            stem(t) for t in near if t.isalpha() and len(t) > 2 and t not in _STOPWORDS
+        )
+        found.append(Quantity(value, unit, display.strip(), context))
     return found
 
 
@@ -497,7 +506,7 @@ def _related_sentences(statement: str, sentences: Sequence[str]) -> str:
 
 
 def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[str]) -> FactCheck:
-    wanted = quantities(statement)
+    wanted = quantities(statement, ordinals=False)
     if not wanted:
         return AGREE
     have = quantities(evidence)
@@ -512,7 +521,16 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
             continue
         if "/" in q.value and all(part in values for part in q.value.split("/")):
             continue
-        rivals = [h for h in have if h.unit is not None and h.unit == q.unit and h.value != q.value]
+        # a rival is another value of the same unit said of the same thing ("metformin
+        # 1000 mg" against "metformin 500 mg"), not any number in the evidence
+        rivals = [
+            h
+            for h in have
+            if h.unit is not None
+            and h.unit == q.unit
+            and h.value != q.value
+            and (h.context & q.context or not q.context)
+        ]
         if rivals:
             return FactCheck("conflict", f"{q.kind} differs: {q.display} vs {rivals[0].display}")
         return FactCheck("missing", f"{q.kind} {q.display} not found in the evidence")
