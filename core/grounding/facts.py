@@ -600,6 +600,39 @@ _OPENERS = frozenset(
 _WH_WORDS = frozenset("how what when where why which who whose".split())
 _SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
 
+# Lay and clinical names of one finding, read as one word for negation ("denies dysuria"
+# against "any pain with urination ?" "no").
+_FINDING_PHRASES = tuple(
+    (re.compile(pattern, re.I), word)
+    for pattern, word in (
+        (r"\bshort(?:ness)? of breath\b|\bsob\b|\bbreathless(?:ness)?\b", "dyspnea"),
+        (
+            r"\b(?:pain|burning|discomfort) (?:with|when|on) (?:urination|urinating|peeing)\b",
+            "dysuria",
+        ),
+        (r"\bpainful urination\b", "dysuria"),
+        (r"\bblood in (?:your |the |my |his |her )?(?:urine|pee)\b", "hematuria"),
+        (r"\bblood in (?:your |the |my |his |her )?(?:stools?|bowel movements?)\b", "hematochezia"),
+        (r"\b(?:pass(?:ing|ed)? out|faint(?:ing|ed)?|blacked out)\b", "syncope"),
+        (r"\b(?:throw(?:ing)? up|threw up|vomit(?:ing|ed)?)\b", "vomiting"),
+        (r"\b(?:nauseous|nauseated)\b", "nausea"),
+        (r"\b(?:light ?headed(?:ness)?|dizzy)\b", "dizziness"),
+        (r"\b(?:heart (?:racing|pounding)|racing heart)\b", "palpitations"),
+        (r"\b(?:swelling|swollen)\b", "edema"),
+        (r"\bnumb\b", "numbness"),
+        (r"\btingly\b", "tingling"),
+        (r"\bhead ?aches?\b", "headache"),
+        (r"\b(?:night )?sweats\b", "sweats"),
+    )
+)
+
+
+def _findings_as_words(text: str) -> str:
+    for pattern, word in _FINDING_PHRASES:
+        text = pattern.sub(word, text)
+    return text
+
+
 Polarity = dict[str, set[bool]]  # stem -> {True: asserted, False: negated}
 _ASKED = None  # marker of a questioned term
 
@@ -699,7 +732,8 @@ def _reply(sentence: str) -> bool | None:
     if words[0] in _NO_WORDS or (words[0] in {"i", "not"} and "not" in words[:3]):
         return False
     if words[0] in _YES_WORDS or words[:2] in _YES_PHRASES:
-        return True
+        # "i did at first but not any more": mixed, the reply's own words decide
+        return None if any(t in _NEG_CUES for t in toks[2:]) else True
     return None
 
 
@@ -709,7 +743,7 @@ def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
     presuppose what they ask about."""
     out: Polarity = {}
     for i, sentence in enumerate(sentences):
-        toks = tokens(_SPEAKER_RE.sub("", sentence))
+        toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", sentence)))
         words = [t for t in toks if t.isalpha() and t not in _FILLERS]
         reply = _reply(sentences[i + 1]) if i + 1 < len(sentences) else None
         asked = _asked(toks)
@@ -749,7 +783,7 @@ def _source_polarity(sentences: tuple[str, ...]) -> Polarity:
 def _compare_negation(
     statement: str, evidence_sentences: Sequence[str], source_sentences: Sequence[str] = ()
 ) -> FactCheck:
-    toks = tokens(statement)
+    toks = tokens(_findings_as_words(statement))
     words = {stem(t): t for t in toks if t.isalpha()}
     evid = _evidence_polarity(evidence_sentences)
     whole = _source_polarity(tuple(source_sentences)) if source_sentences else {}

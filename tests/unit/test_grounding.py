@@ -332,6 +332,16 @@ def test_dates_are_compared_written_or_spoken() -> None:
         ("Risks include, but are not limited to, bleeding.", ["risks: bleeding"], "agree"),
         # a written statement asks nothing: "reports any fever" asserts fever
         ("Reports any fever.", ["any fever ?", "no"], "conflict"),
+        # lay and clinical names of a finding meet
+        ("Reports dysuria.", ["any pain with urination ?", "no"], "conflict"),
+        ("Denies shortness of breath.", ["are you short of breath ?", "no"], "agree"),
+        ("Denies syncope.", ["i passed out twice last week"], "conflict"),
+        # a mixed reply ("i did at first but not now") is read from its own words
+        (
+            "Reports numbness.",
+            ["any numbness ?", "i did at first but not any numbness now"],
+            "conflict",
+        ),
         # a wh-question presupposes what it asks about
         ("He denies running.", ["how far are you running ?", "like four miles"], "conflict"),
         # words of time say nothing of negation
