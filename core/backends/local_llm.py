@@ -135,6 +135,18 @@ def serve_forever(
         log.info("local llm stopped")
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, ask for SIGTERM when the parent dies, so a server
+    is not left running when its parent is killed outright (SIGKILL runs no cleanup). Start
+    the server from a thread that outlives it (the main thread, as the CLI does): Linux sends
+    the signal when the starting thread ends."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 class LocalLLMServer:
     """The local LLM server in a child process, health-checked, stopped on :meth:`close`.
 
@@ -212,7 +224,12 @@ class LocalLLMServer:
         started = time.perf_counter()
         try:
             self._process = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads start before exec)
             )
         finally:
             if out is not subprocess.DEVNULL:

@@ -25,6 +25,7 @@ from core.cli.common import (
 )
 from core.config import get_settings
 from core.storage.db import DatabaseError, get_engine, read_session, upgrade_to_head
+from core.text import short_hash
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
@@ -166,7 +167,7 @@ def export_records(
     with read_session(engine) as session:
         if patient is not None and not repo.patient_exists(session=session, patient_id=patient):
             fail(
-                f"unknown patient id: {patient!r}",
+                f"unknown patient id (sha256 {short_hash(patient)})",
                 code=EXIT_IO,
                 as_json=as_json,
                 error="unknown_patient",

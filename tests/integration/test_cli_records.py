@@ -167,9 +167,10 @@ def test_export_json_and_csv(use_db: str, tmp_path: Path) -> None:
     assert lines[0].startswith("id,patient_id,timestamp")
     assert len(lines) == 2
     assert lines[1].startswith("ext-3,")
-    code, out, _ = run("export", "--patient", "nobody", "--json")
+    code, out, err = run("export", "--patient", "nobody-in-particular", "--json")
     assert code == 1
     assert json.loads(out)["error"] == "unknown_patient"
+    assert "nobody-in-particular" not in out + err  # identifiers are not echoed, only hashed
 
 
 def test_subprocess_import_and_bad_database_url(sqlite_url: str, tmp_path: Path) -> None:

@@ -173,3 +173,39 @@ def test_llm_serve_command_starts_and_stops_on_ctrl_c() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:  # a zombie is not running
+        return fh.read().split(") ", 1)[1][0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
+def test_server_dies_with_a_killed_parent() -> None:
+    script = (
+        "import sys, time\n"
+        "from core.backends.local_llm import LocalLLMServer\n"
+        "server = LocalLLMServer(startup_timeout_s=120).start()\n"
+        "print(server.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=root, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert _alive(child)
+        parent.send_signal(signal.SIGKILL)  # no cleanup code runs in the parent
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(child), "the LLM server outlived its killed parent"
+    finally:
+        parent.kill()
