@@ -447,11 +447,10 @@ def dates(text: str) -> list[Date]:
         elif 1 <= int(m.group(4)) <= 12:
             found.append((int(m.group(4)), None, _year(m.group(5))))
     for m in _WORD_DATE_RE.finditer(_digits(text)):
-        day, year = m.group(2), m.group(3)
-        if m.group(1).lower() == "may" and not (day or year):
-            continue  # the verb "may"
-        if day or year:
-            found.append((_MONTHS[m.group(1).lower()], int(day) if day else None, _year(year)))
+        said_day, said_year = m.group(2), m.group(3)
+        if said_day or said_year:  # a bare "may" is the verb
+            month = _MONTHS[m.group(1).lower()]
+            found.append((month, int(said_day) if said_day else None, _year(said_year)))
     return found
 
 

@@ -17,7 +17,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -185,7 +185,7 @@ class GroundingVerifier:
         grounding_threshold: float = 0.7,
         window: int = 3,
         candidates: int = 5,
-        split: str = "statements",
+        split: Literal["statements", "sentences"] = "statements",
     ) -> None:
         params = tuned_parameters()
         self.embedder = embedder
