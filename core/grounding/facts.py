@@ -597,6 +597,7 @@ _OPENERS = frozenset(
     "and or so but okay ok alright now then um uh well also , ? . nice great good".split()
 )
 _WH_WORDS = frozenset("how what when where why which who whose".split())
+_FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then", "well", "oh"})
 _SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
 
 # Lay and clinical names of one finding, read as one word for negation ("denies dysuria"
@@ -633,7 +634,6 @@ def _findings_as_words(text: str) -> str:
 
 
 Polarity = dict[str, set[bool]]  # stem -> {True: asserted, False: negated}
-_ASKED = None  # marker of a questioned term
 
 
 def _content(tok: str) -> bool:
@@ -763,7 +763,6 @@ def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
     return out
 
 
-_FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then", "well", "oh"})
 # Laterality has its own check; words of time and sequence say nothing of negation.
 _IGNORED_KEYS = frozenset(
     stem(w)
