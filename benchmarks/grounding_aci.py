@@ -238,7 +238,7 @@ def main() -> None:
     sample = "full" if args.full else f"sampled, seed {args.seed}"
     if args.sweep:
         sweep = []
-        for thr in (0.2, 0.25, 0.3, 0.35, 0.4, 0.5):
+        for thr in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4):
             out = evaluate(GroundingVerifier(embedder=embedder, transcript_threshold=thr), cases)
             overall = out["per_type"][-1]  # type: ignore[index]
             sweep.append(
