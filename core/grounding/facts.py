@@ -592,9 +592,10 @@ _ASK_PAIRS = frozenset(
     }
 )
 _ASK_ALWAYS = frozenset({("how", "about"), ("what", "about")})
+_ASK_VERBS = frozenset(a for a, _ in _ASK_PAIRS)  # "do" in "do you": the asker's own "you"
 # What may stand before "do you" when it asks ("okay so do you ..."), unlike "we have you on".
 _OPENERS = frozenset(
-    "and or so but okay ok alright now then um uh well also , ? . nice great good".split()
+    "and or so but okay ok alright now then um uh well also , ? . nice great good about".split()
 )
 _WH_WORDS = frozenset("how what when where why which who whose".split())
 _FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then", "well", "oh"})
@@ -660,6 +661,8 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[bool | None
             continue
         if tok in _SUBJECTS and scope < _SCOPE_MAX:  # not "denies that she ..."
             scope = 0
+        if tok in _SUBJECTS and asking and prev not in _ASK_VERBS:  # "any ... when i'm ..."
+            asking = False
         if (
             tok in _NO_WORDS
             and (not prev or prev in _NO_WORDS or prev == ",")
@@ -686,7 +689,7 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[bool | None
             speech
             and scope == 0
             and (
-                tok in _ASKS
+                (tok in _ASKS and (not prev or prev in _OPENERS))
                 or (tok, nxt) in _ASK_ALWAYS
                 or (not wh and (tok, nxt) in _ASK_PAIRS and (not prev or prev in _OPENERS))
             )
