@@ -669,14 +669,17 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[bool | None
             and (not nxt or nxt in _CLAUSE_STARTS)
         ):
             continue  # an answer particle: "no , i think ..." negates nothing that follows
+        if tok == "negative" and nxt != "for" and _content(nxt):
+            scope = 1  # "negative margins": an adjective on the next word
+            continue
         if tok in _POST_CUES and not (tok == "negative" and nxt == "for"):
+            # "pain free", "margins were negative", "pregnancy test negative"
             j = i - 1
             while j >= 0 and toks[j] in _LINKS:
                 j -= 1
-            if tok != "negative" or j < i - 1:  # "pain free", "margins were negative"
-                if j >= 0 and _content(toks[j]):
-                    marks[j] = False
-                continue
+            if j >= 0 and _content(toks[j]):
+                marks[j] = False
+            continue
         if tok == "without" and prev == "or":  # "with or without"
             continue
         if tok == "non":

@@ -313,6 +313,9 @@ def test_dates_are_compared_written_or_spoken() -> None:
         ("Denies that he smokes.", ["i smoke a pack a day"], "conflict"),
         # post-negation and prefixes
         ("Margins were negative.", ["the margins were negative"], "agree"),
+        ("Her pregnancy test was negative.", ["pregnancy test negative ."], "agree"),
+        ("Negative margins.", ["the margins were negative"], "agree"),
+        ("Her pregnancy test was positive.", ["pregnancy test negative ."], "conflict"),
         ("Non-distended, active bowel sounds.", ["nondistended active bowel sounds"], "agree"),
         ("With or without musculoskeletal strain.", ["some musculoskeletal strain"], "agree"),
         # "no" answering a question negates nothing after it
