@@ -5,7 +5,12 @@ embedded; only the model is warm) and "cached sources" (the chunks' embeddings a
 the cache, as when a patient's notes are checked again). Also batch throughput (answers/s).
 Texts are generated here from templates with a fixed seed.
 
-    python benchmarks/grounding_speed.py [--runs 20] [--batch 20]
+The embedder follows GROUNDWATCH_EMBEDDING_PRECISION / _WORKERS unless --precision / --workers
+say otherwise. --compare also times the float32, one-batch-at-a-time embedder (the path before
+bf16 and worker threads) on the same cases, run by run, so both see the same machine load.
+
+    python benchmarks/grounding_speed.py [--runs 20] [--batch 20] [--precision P] [--workers N]
+                                         [--compare]
 """
 
 from __future__ import annotations
@@ -68,51 +73,89 @@ def main() -> None:
     parser = base_parser(__doc__.splitlines()[0], data=False)
     parser.add_argument("--runs", type=int, default=20, help="timed runs per case")
     parser.add_argument("--batch", type=int, default=20, help="answers in the batch run")
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "bf16", "fp32"),
+        default=None,
+        help="embedding precision (default: GROUNDWATCH_EMBEDDING_PRECISION, auto)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="embedding worker threads (default: GROUNDWATCH_EMBEDDING_WORKERS, 0: one per core)",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="also time the fp32 embedder with 1 worker on the same cases, interleaved",
+    )
     args = parser.parse_args()
 
     from core.backends.embedder import get_embedder
     from core.grounding import GroundingVerifier, SourceChunk
 
     rng = random.Random(args.seed)
-    embedder = get_embedder()
-    verifier = GroundingVerifier(embedder=embedder)
+    embedders = [get_embedder(None, args.precision, args.workers)]
+    if args.compare:
+        embedders.append(get_embedder(None, "fp32", 1))
+    verifiers = {
+        f"{e.model_name}, {e.workers} worker{'s' if e.workers > 1 else ''}": GroundingVerifier(
+            embedder=e
+        )
+        for e in embedders
+    }
     warm_answer, warm_chunks = case(rng, -1)
-    verifier.verify(warm_answer, [SourceChunk(i, t) for i, t in warm_chunks])  # warm-up
+    for verifier in verifiers.values():  # warm-up
+        verifier.verify(warm_answer, [SourceChunk(i, t) for i, t in warm_chunks])
 
     rows = []
-    statements = 0
     for label in ("new sources", "cached sources"):
-        times = []
+        times: dict[str, list[float]] = {name: [] for name in verifiers}
+        statements = dict.fromkeys(verifiers, 0)
         for run in range(args.runs):
             answer, chunks = case(rng, run)
             if label == "cached sources":
                 chunks = warm_chunks  # embedded during the warm-up
             sources = [SourceChunk(i, t) for i, t in chunks]
-            started = time.perf_counter()
-            result = verifier.verify(answer, sources)
-            times.append((time.perf_counter() - started) * 1000)
-            statements = len(result.statements)
-        rows.append(
+            names = list(verifiers)
+            for name in names[run % len(names) :] + names[: run % len(names)]:  # take turns
+                started = time.perf_counter()
+                result = verifiers[name].verify(answer, sources)
+                times[name].append((time.perf_counter() - started) * 1000)
+                statements[name] = len(result.statements)
+        for name in verifiers:
+            rows.append(
+                {
+                    "case": label,
+                    "embedder": name,
+                    "runs": args.runs,
+                    "statements": statements[name],
+                    "chunks": 30,
+                    "p50 ms": float(np.percentile(times[name], 50)),
+                    "p95 ms": float(np.percentile(times[name], 95)),
+                }
+            )
+    batch = []
+    for name, verifier in verifiers.items():
+        cases = []
+        for k in range(args.batch):
+            answer, chunks = case(rng, 1000 + k)
+            cases.append((answer, [SourceChunk(i, t) for i, t in chunks]))
+        started = time.perf_counter()
+        verifier.verify_batch(cases)
+        elapsed = time.perf_counter() - started
+        batch.append(
             {
-                "case": label,
-                "runs": args.runs,
-                "statements": statements,
-                "chunks": 30,
-                "p50 ms": float(np.percentile(times, 50)),
-                "p95 ms": float(np.percentile(times, 95)),
+                "embedder": name,
+                "batch answers": args.batch,
+                "seconds": elapsed,
+                "answers/s": args.batch / elapsed,
             }
         )
-    cases = []
-    for k in range(args.batch):
-        answer, chunks = case(rng, 1000 + k)
-        cases.append((answer, [SourceChunk(i, t) for i, t in chunks]))
-    started = time.perf_counter()
-    verifier.verify_batch(cases)
-    elapsed = time.perf_counter() - started
     print("Grounding latency: 10-statement answer vs 30 chunks (targets p50 100 ms, p95 250 ms)")
-    print_table(rows, ["case", "runs", "statements", "chunks", "p50 ms", "p95 ms"])
-    batch = [{"batch answers": args.batch, "seconds": elapsed, "answers/s": args.batch / elapsed}]
-    print_table(batch, ["batch answers", "seconds", "answers/s"])
+    print_table(rows, ["case", "embedder", "runs", "statements", "chunks", "p50 ms", "p95 ms"])
+    print_table(batch, ["embedder", "batch answers", "seconds", "answers/s"])
     if args.json:
         print_json({"latency": rows, "batch": batch})
 

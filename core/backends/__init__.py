@@ -19,11 +19,16 @@ if TYPE_CHECKING:
 def load_embedder(
     settings: Any, *, store: EmbeddingStore | None = None
 ) -> tuple[Embedder | None, CheckStatus]:
-    """The shared MiniLM (or ``GROUNDWATCH_EMBEDDING_MODEL``) embedder, or why it is missing."""
+    """The shared MiniLM (or ``GROUNDWATCH_EMBEDDING_MODEL``) embedder, or why it is missing.
+
+    Its precision and worker threads are ``GROUNDWATCH_EMBEDDING_PRECISION`` and
+    ``_WORKERS`` (see :class:`~core.backends.embedder.Embedder`)."""
     from core.backends.embedder import EmbeddingUnavailableError, get_embedder
 
     try:
-        embedder = get_embedder(settings.embedding_model)
+        embedder = get_embedder(
+            settings.embedding_model, settings.embedding_precision, settings.embedding_workers
+        )
     except EmbeddingUnavailableError as exc:
         return None, unavailable(str(exc))
     return (embedder.with_store(store) if store is not None else embedder), OK

@@ -96,13 +96,18 @@ class _SourceIndex:
     def sentence_texts(self) -> list[str]:
         return [s.text for sentences in self.sentences for s in sentences]
 
-    def embed(self, embedder: Embedder) -> None:
-        """Sentence vectors from the embedder; a window's vector is its sentences' mean."""
-        flat = embedder.encode(self.sentence_texts())
+    def embed(self, embedder: Embedder, extra: Sequence[str] = ()) -> np.ndarray:
+        """Sentence vectors from the embedder; a window's vector is its sentences' mean.
+
+        ``extra`` texts (the statements) ride along in the same call; their vectors are
+        returned."""
+        texts = self.sentence_texts()
+        both = embedder.encode([*texts, *extra])
+        flat, extra_vectors = both[: len(texts)], both[len(texts) :]
         offsets, pos = [], 0
-        for sentences in self.sentences:
+        for chunk_sentences in self.sentences:
             offsets.append(pos)
-            pos += len(sentences)
+            pos += len(chunk_sentences)
         vectors = np.zeros((len(self.units), flat.shape[1] if flat.size else 1), np.float32)
         for k, unit in enumerate(self.units):
             base = offsets[unit.chunk]
@@ -110,6 +115,7 @@ class _SourceIndex:
             norm = float(np.linalg.norm(v))
             vectors[k] = v / norm if norm else v
         self.vectors = vectors
+        return extra_vectors
 
     def context(self, unit: _Unit, margin: int = 2) -> list[str]:
         """The unit's sentences with ``margin`` neighbours each side (for fact checks)."""
@@ -331,8 +337,7 @@ class GroundingVerifier:
             checks["semantic"] = skipped("every statement matched at an earlier tier")
         else:
             try:
-                index.embed(self.embedder)
-                vectors = self.embedder.encode([statements[i].text for i in pending])
+                vectors = index.embed(self.embedder, [statements[i].text for i in pending])
             except Exception as exc:  # the model failed: say so, keep the other tiers
                 checks["semantic"] = failed(f"embedding failed ({type(exc).__name__})")
                 log.warning("semantic tier failed: %s", type(exc).__name__)
