@@ -379,6 +379,11 @@ def _canonical(number: str) -> str:
 
 def quantities(text: str, *, ordinals: bool = True) -> list[Quantity]:
     """Numbers with units, spelled-out numbers included ("twenty milligrams" -> 20 mg)."""
+    return list(_quantities(text, ordinals))
+
+
+@lru_cache(maxsize=8192)
+def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
     converted = _DATE_RE.sub(" ", _digits(text, ordinals=ordinals))
     found: list[Quantity] = []
     for m in _NUMBER_RE.finditer(converted):
@@ -395,7 +400,7 @@ def quantities(text: str, *, ordinals: bool = True) -> list[Quantity]:
             stem(t) for t in near if t.isalpha() and len(t) > 2 and t not in _STOPWORDS
         )
         found.append(Quantity(value, unit, display.strip(), context))
-    return found
+    return tuple(found)
 
 
 # --- dates -------------------------------------------------------------------------------
@@ -779,7 +784,7 @@ _IGNORED_KEYS = frozenset(
 )
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)
 def _source_polarity(sentences: tuple[str, ...]) -> Polarity:
     return _evidence_polarity(sentences)
 
@@ -790,14 +795,13 @@ def _compare_negation(
     toks = tokens(_findings_as_words(statement))
     words = {stem(t): t for t in toks if t.isalpha()}
     evid = _evidence_polarity(evidence_sentences)
-    whole = _source_polarity(tuple(source_sentences)) if source_sentences else {}
     findings = load_lexicon().findings
     for key, said in _polarity(toks, speech=False).items():
         seen = evid.get(key)
-        if not seen and key in findings:
+        if not seen and key in findings and source_sentences:
             # a symptom the matched text does not mention: how the rest of the source
             # speaks of it ("any fever ?" "no" earlier in the visit) decides
-            seen = whole.get(key)
+            seen = _source_polarity(tuple(source_sentences)).get(key)
         if key in _IGNORED_KEYS or len(said) > 1 or not seen or len(seen) > 1:
             continue  # said both ways, or absent: undecided
         if said != seen:
@@ -905,15 +909,25 @@ def _contains(haystack: str, phrase: str) -> bool:
 
 def drug_mentions(text: str) -> list[str]:
     """Drug names in ``text`` (lexicon and drug-class suffixes), lower-cased, brands kept."""
+    return list(_drug_mentions(text))
+
+
+@lru_cache(maxsize=8192)
+def _drug_mentions(text: str) -> tuple[str, ...]:
     lex = load_lexicon()
     low = text.lower()
     found = [w for w in dict.fromkeys(re.findall(r"[a-z]+", low)) if w in lex.drugs]
     found += [m for m in dict.fromkeys(_DRUG_SUFFIX_RE.findall(low)) if m not in found]
-    return found
+    return tuple(found)
 
 
 def condition_mentions(text: str) -> list[str]:
     """Condition names in ``text`` (lexicon phrases and suffixes such as -itis, -osis)."""
+    return list(_condition_mentions(text))
+
+
+@lru_cache(maxsize=8192)
+def _condition_mentions(text: str) -> tuple[str, ...]:
     lex = load_lexicon()
     low = " ".join(re.findall(r"[a-z0-9']+", text.lower()))
     found: list[str] = []
@@ -923,7 +937,7 @@ def condition_mentions(text: str) -> list[str]:
     for m in _CONDITION_SUFFIX_RE.findall(low):
         if m not in _NOT_CONDITIONS and not any(m in f for f in found):
             found.append(m)
-    return found
+    return tuple(found)
 
 
 def _fuzzy_in(term: str, text_low: str) -> bool:
