@@ -9,9 +9,9 @@ Streamlit: the pages pass the result to ``st.html``.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Kind = Literal[
     "grounded", "unsupported", "contradicted", "evidence", "closest", "rejected", "focus"
@@ -111,6 +111,12 @@ def badge(label: str, kind: str) -> str:
         f'<span class="gw-badge" style="{style}padding:0.05rem 0.4rem;border-radius:4px;'
         f'font-size:0.85rem;">{escape_text(label)}</span>'
     )
+
+
+def contradiction_badges(contradiction: Mapping[str, Any]) -> str:
+    """A contradiction's severity and check type, and the entity it concerns, as badges."""
+    kind = f"{contradiction.get('severity') or ''} {contradiction['check_type']}"
+    return badge(kind, "contradicted") + " " + badge(contradiction.get("entity") or "", "focus")
 
 
 def legend(kinds: Sequence[str]) -> str:

@@ -301,7 +301,7 @@ _ORDINALS = {
 }
 _ORDINAL_RE = re.compile(
     r"\b(first|second|third|fifth|eighth|ninth|twelfth|twentieth|thirtieth|"
-    r"(?:four|six|seven|ten|eleven|thir|four|fif|six|seven|eigh|nine)teenth|fourth|sixth|"
+    r"(?:thir|four|fif|six|seven|eigh|nine)teenth|fourth|sixth|"
     r"seventh|tenth|eleventh)\b(?!\s+(?:of|time|opinion|thing)\b)",
     re.I,
 )
@@ -334,8 +334,13 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     text = _ONE_OF_RE.sub("1 ", text)
 
     def repl(m: re.Match[str]) -> str:
-        value = _words_to_number(m.group(0))
-        return str(value) if value is not None else m.group(0)
+        # "and" joins one number only after hundred or thousand ("one hundred and five");
+        # elsewhere it joins two ("eleven and twenty four" is 11 and 24)
+        parts = re.split(r"(?<!hundred)(?<!thousand)[\s-]+and[\s-]+", m.group(0), flags=re.I)
+        values = [_words_to_number(part) for part in parts]
+        return " and ".join(
+            str(v) if v is not None else part for v, part in zip(values, parts, strict=True)
+        )
 
     text = _WORD_RUN_RE.sub(repl, text)
 
@@ -712,22 +717,20 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[bool | None
     return marks
 
 
-def _polarity(toks: list[str], *, speech: bool = True) -> Polarity:
-    """Content stems of one sentence with how each is said (both, when said both ways).
-    ``speech``: the text may ask questions (a transcript); a written statement does not."""
-    out: Polarity = {}
+def _polarity(toks: list[str], *, speech: bool = True) -> tuple[Polarity, set[str]]:
+    """Content stems of one sentence with how each is said (both, when said both ways), and
+    the stems it asks about. ``speech``: the text may ask questions (a transcript); a written
+    statement does not."""
+    said: Polarity = {}
+    asked: set[str] = set()
     for tok, mark in zip(toks, _polarity_marks(toks, speech=speech), strict=True):
-        if mark is not None and _content(tok):
-            out.setdefault(stem(tok), set()).add(mark)
-    return out
-
-
-def _asked(toks: list[str]) -> set[str]:
-    return {
-        stem(t)
-        for t, m in zip(toks, _polarity_marks(toks), strict=True)
-        if m is None and _content(t)
-    }
+        if not _content(tok):
+            continue
+        if mark is None:
+            asked.add(stem(tok))
+        else:
+            said.setdefault(stem(tok), set()).add(mark)
+    return said, asked
 
 
 def _reply(sentence: str) -> bool | None:
@@ -756,8 +759,7 @@ def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
         toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", sentence)))
         words = [t for t in toks if t.isalpha() and t not in _FILLERS]
         reply = _reply(sentences[i + 1]) if i + 1 < len(sentences) else None
-        asked = _asked(toks)
-        pol = _polarity(toks)
+        pol, asked = _polarity(toks)
         if not asked and sentence.rstrip().endswith("?") and words and words[0] not in _WH_WORDS:
             # a whole yes/no question ("diarrhea ?", "no allergies , is that correct ?"):
             # "yes" confirms it as asked, "no" turns it round
@@ -796,7 +798,7 @@ def _compare_negation(
     words = {stem(t): t for t in toks if t.isalpha()}
     evid = _evidence_polarity(evidence_sentences)
     findings = load_lexicon().findings
-    for key, said in _polarity(toks, speech=False).items():
+    for key, said in _polarity(toks, speech=False)[0].items():
         seen = evid.get(key)
         if not seen and key in findings and source_sentences:
             # a symptom the matched text does not mention: how the rest of the source

@@ -5,7 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import auth, data, exports, figures
-from dashboard.highlight import Highlight, badge, find_span, highlight_html, legend
+from dashboard.highlight import (
+    Highlight,
+    badge,
+    contradiction_badges,
+    find_span,
+    highlight_html,
+    legend,
+)
 from dashboard.sidebar import current_filters, reviewer_name
 
 auth.guard("report")
@@ -161,11 +168,7 @@ if not conv["contradictions"]:
     st.caption("None found.")
 for i, c in enumerate(conv["contradictions"]):
     with st.container(border=True):
-        st.html(
-            badge(f"{c.get('severity') or ''} {c['check_type']}", "contradicted")
-            + " "
-            + badge(c.get("entity") or "", "focus")
-        )
+        st.html(contradiction_badges(c))
         if c.get("explanation"):
             st.caption(c["explanation"])
         if c.get("current_statement"):

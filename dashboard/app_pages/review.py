@@ -5,7 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import auth, data, exports
-from dashboard.highlight import Highlight, badge, find_span, highlight_html, legend
+from dashboard.highlight import (
+    Highlight,
+    badge,
+    contradiction_badges,
+    find_span,
+    highlight_html,
+    legend,
+)
 from dashboard.sidebar import current_filters, reviewer_name
 
 auth.guard("review")
@@ -157,11 +164,7 @@ if contradictions:
     for c in contradictions:
         prev = c.get("previous") or {}
         with st.container(border=True):
-            st.html(
-                badge(f"{c.get('severity') or ''} {c['check_type']}", "contradicted")
-                + " "
-                + badge(c.get("entity") or "", "focus")
-            )
+            st.html(contradiction_badges(c))
             if c.get("explanation"):
                 st.caption(c["explanation"])
             if c.get("previous_statement"):

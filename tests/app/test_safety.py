@@ -9,7 +9,13 @@ from datetime import UTC, datetime
 import pytest
 
 from dashboard.exports import report_html, report_markdown, rows_to_csv, statement_highlights
-from dashboard.highlight import Highlight, escape_text, find_span, highlight_html
+from dashboard.highlight import (
+    Highlight,
+    contradiction_badges,
+    escape_text,
+    find_span,
+    highlight_html,
+)
 from dashboard.uploads import UploadError, read_evidence, read_transcript
 from tests.app.seed import open_page
 
@@ -41,6 +47,15 @@ def test_unknown_kind_never_becomes_a_class_name():
     out = highlight_html("abc", [Highlight(0, 1, 'x" onmouseover="alert(1)')], box=False)
     assert "onmouseover" not in out
     assert 'class="gw-focus"' in out
+
+
+def test_contradiction_badges_escape_the_entity():
+    html = contradiction_badges(
+        {"severity": "major", "check_type": "entity", "entity": "<b>warfarin</b>"}
+    )
+    assert "major entity" in html
+    assert "&lt;b&gt;warfarin&lt;/b&gt;" in html
+    assert "<b>" not in html
 
 
 def test_find_span_and_escape():

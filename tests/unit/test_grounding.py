@@ -292,6 +292,10 @@ def test_spoken_decimals_ordinals_and_a_week() -> None:
         == "agree"
     )
     assert compare_facts("A1c was 7.1.", ["your a1c was seven point one"]).status == "agree"
+    # "and" joins one number only after hundred or thousand
+    both = ["doses on the eleventh and twenty fourth"]
+    assert compare_facts("Doses on the 11th and 24th.", both).status == "agree"
+    assert compare_facts("Dose of 105 mg.", ["one hundred and five milligrams"]).status == "agree"
 
 
 def test_dates_are_compared_written_or_spoken() -> None:
