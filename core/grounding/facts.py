@@ -30,11 +30,13 @@ class FactCheck:
 
     ``agree``: every specific is borne out. ``missing``: some specific is not in the evidence
     (the statement is then unsupported). ``conflict``: the evidence asserts a different value
-    (the statement is then contradicted). ``reason`` names the specific that decided it.
+    (the statement is then contradicted). ``reason`` names the specific that decided it;
+    ``term``, for a negation conflict, is the stem of the word said both ways.
     """
 
     status: FactStatus
     reason: str | None = None
+    term: str | None = None
 
 
 AGREE = FactCheck("agree")
@@ -259,12 +261,22 @@ _NUMBER_RE = re.compile(
     r"(?<![\w.])(?<![A-Za-z]-)(\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?)(?:\s*-?\s*(%|[a-z]+))?",
     re.I,
 )
-_DATE_RE = re.compile(r"\b\d{1,2}[/-]\d{1,2}[/-]\d{2,4}\b|\b\d{1,2}/\d{4}\b")
+_DATE_RE = re.compile(r"\b\d{1,2}([/-])\d{1,2}\1\d{2,4}\b|\b\d{1,2}/\d{4}\b")
+# "four out of ten" is the score "4/10".
+_OUT_OF_RE = re.compile(r"\b(\d+)\s+out\s+of\s+(\d+)\b", re.I)
 _HALF_RE = re.compile(r"\b(?:a|one) half\b|\bhalf (?:a|an)\b", re.I)
+
+
+_ROUND = frozenset({"hundred", "thousand"})
 
 
 def _words_to_number(phrase: str) -> int | None:
     words = [w for w in re.split(r"[\s-]+", phrase.lower()) if w and w != "and"]
+    # spoken years: "twenty eighteen" = 2018, "nineteen ninety five" = 1995
+    if len(words) >= 2 and words[0] in {"nineteen", "twenty"} and words[1] not in _ROUND:
+        rest = _words_to_number(" ".join(words[1:]))
+        if rest is not None and 10 <= rest <= 99:
+            return 100 * _ONES.get(words[0], _TENS.get(words[0], 0)) + rest
     # spoken values: "one twenty eight" = 128
     if len(words) >= 2 and words[0] in _ONES and 0 < _ONES[words[0]] < 10 and words[1] in _TENS:
         rest = _words_to_number(" ".join(words[1:]))
@@ -319,17 +331,21 @@ _ONE_OF_RE = re.compile(
     r"glass|cup|cigarette|time)s?\b)",
     re.I,
 )
+# "a couple of beers" grounds "2 beers" (evidence only: a statement's "couple" is vague).
+_COUPLE_RE = re.compile(r"\ba couple (?:of )?", re.I)
 _SPOKEN_DECIMAL_RE = re.compile(r"\b(\d+)\s+point\s+(\d+)\b|(?<![\d.])\bpoint\s+(\d+)\b", re.I)
 
 
 def _digits(text: str, *, ordinals: bool = True) -> str:
     """Spelled-out numbers replaced by digits ("forty five" -> "45", "seven point one" ->
-    "7.1", "a week" -> "1 week", and with ``ordinals`` "second" -> "2"), so that written
-    and spoken forms compare. A statement's "the first report" is not a quantity, so
-    statements are read without ``ordinals``; evidence is read with them."""
+    "7.1", "twenty eighteen" -> "2018", "a week" -> "1 week", and with ``ordinals``
+    "second" -> "2" and "a couple of" -> "2"), so that written and spoken forms compare.
+    A statement's "the first report" is not a quantity, so statements are read without
+    ``ordinals``; evidence is read with them."""
     text = _HALF_RE.sub("0.5", text)
     if ordinals:
         text = _ORDINAL_RE.sub(lambda m: _ordinal(m.group(1)), text)
+        text = _COUPLE_RE.sub("2 ", text)
     text = _ORDINAL_SUFFIX_RE.sub(r"\1", text)
     text = _ONE_OF_RE.sub("1 ", text)
 
@@ -366,6 +382,8 @@ class Quantity:
     def kind(self) -> str:
         if self.unit in _DOSE_UNITS:
             return "dose"
+        if self.unit == "score":
+            return "score"
         if self.unit in _VITAL_UNITS or "/" in self.value:
             return "vital sign"
         return "number"
@@ -390,6 +408,7 @@ def quantities(text: str, *, ordinals: bool = True) -> list[Quantity]:
 @lru_cache(maxsize=8192)
 def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
     converted = _DATE_RE.sub(" ", _digits(text, ordinals=ordinals))
+    converted = _OUT_OF_RE.sub(r"\1/\2", converted)
     found: list[Quantity] = []
     for m in _NUMBER_RE.finditer(converted):
         raw_unit = (m.group(2) or "").lower()
@@ -398,7 +417,8 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
             unit = _UNITS.get(raw_unit[:-1])
         value = _canonical(m.group(1))
         if unit is None and "/" in value:
-            unit = "mmhg"
+            # "4/10" is a score (pain, strength "4/5"); "132/84" a blood pressure
+            unit = "score" if float(value.split("/")[1]) <= 10 else "mmhg"
         display = f"{m.group(1)} {unit}" if unit and unit != "%" else m.group(1) + (unit or "")
         near = tokens(converted[: m.start()])[-3:] + tokens(converted[m.end() :])[:3]
         context = frozenset(
@@ -431,7 +451,7 @@ _MONTHS = {
     for name in names.split()
 }
 _MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_NUMERIC_DATE_RE = re.compile(r"\b(\d{1,2})[/-](\d{1,2})[/-](\d{2}|\d{4})\b|\b(\d{1,2})/(\d{4})\b")
+_NUMERIC_DATE_RE = re.compile(r"\b(\d{1,2})([/-])(\d{1,2})\2(\d{2}|\d{4})\b|\b(\d{1,2})/(\d{4})\b")
 _WORD_DATE_RE = re.compile(
     rf"\b({_MONTH_NAMES})\.?\s+(?:(\d{{1,2}})(?!\d)\s*,?\s*)?(\d{{4}})?\b", re.I
 )
@@ -451,11 +471,11 @@ def dates(text: str) -> list[Date]:
     found: list[Date] = []
     for m in _NUMERIC_DATE_RE.finditer(text):
         if m.group(1):
-            month, day = int(m.group(1)), int(m.group(2))
+            month, day = int(m.group(1)), int(m.group(3))
             if 1 <= month <= 12 and 1 <= day <= 31:
-                found.append((month, day, _year(m.group(3))))
-        elif 1 <= int(m.group(4)) <= 12:
-            found.append((int(m.group(4)), None, _year(m.group(5))))
+                found.append((month, day, _year(m.group(4))))
+        elif 1 <= int(m.group(5)) <= 12:
+            found.append((int(m.group(5)), None, _year(m.group(6))))
     for m in _WORD_DATE_RE.finditer(_digits(text)):
         said_day, said_year = m.group(2), m.group(3)
         if said_day or said_year:  # a bare "may" is the verb
@@ -557,9 +577,11 @@ _NEG_CUES = frozenset(
 )
 # Cues that negate what comes just before them ("margins were negative", "pain free").
 _POST_CUES = frozenset({"negative", "absent", "free", "resolved"})
+# Words that assert what stands before them, ending a negation's scope.
+_AFFIRMERS = frozenset({"present", "positive", "intact"})
 _LINKS = frozenset({"is", "are", "was", "were", "been", "be", "all", "came", "back"})
 _SCOPE_END = frozenset(
-    "; : . but however although though except other than which who while whereas".split()
+    "; : . but however although though except than which who while whereas".split()
 )
 _SCOPE_MAX = 8
 # A new subject ends a negation's scope: "no fever , she has a cough".
@@ -584,6 +606,9 @@ _CLAUSE_STARTS = frozenset(
     yes yeah nope nothing there there's
     """.split()
 )
+# After a comma these begin a new clause, which ends a negation's scope; a list goes on
+# ("denies fever , chills , and sweats").
+_COMMA_CLAUSE = _CLAUSE_STARTS - frozenset("and um uh not no never nothing nope , or".split())
 # Openers after which a transcript asks rather than states ("any fever", "do you smoke").
 _ASKS = frozenset({"any", "anything"})
 _ASK_PAIRS = frozenset(
@@ -608,6 +633,27 @@ _OPENERS = frozenset(
     "and or so but okay ok alright now then um uh well also , ? . nice great good about".split()
 )
 _WH_WORDS = frozenset("how what when where why which who whose".split())
+_RELATIVES = frozenset({"that", "who"})
+# After "how", "when", "where", "why": the words that make it a question.
+_WH_NEXT = frozenset(
+    """
+    do does did is are was were have has had can could will would should often long much many
+    far old bad severe frequently
+    """.split()
+)
+# "have you" asks anywhere in run-on speech when one of these follows ("have you ever ...").
+_ASKED_PARTICIPLES = frozenset(
+    """
+    ever been had noticed tried taken seen done experienced felt gotten received used lost
+    gained any
+    """.split()
+)
+# A condition supposes what it says: "if his symptoms do not improve , ...".
+_CONDITIONS = frozenset({"if", "unless", "whether"})
+# "and" before these starts a new phrase, which ends a negation's scope.
+_NEW_PHRASE = frozenset("some the a an her his their there is was has had".split())
+_PREPOSITIONS = frozenset("of to in on at for from into".split())
+_LIST_ITEM = 3  # content words a list item may have before the scope needs renewing
 _FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then", "well", "oh"})
 _SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
 
@@ -648,31 +694,97 @@ Polarity = dict[str, set[bool]]  # stem -> {True: asserted, False: negated}
 
 
 def _content(tok: str) -> bool:
-    return tok.isalpha() and tok not in _STOPWORDS and len(tok) > 2 and tok not in _NEG_CUES
+    return (
+        tok.isalpha()
+        and tok not in _STOPWORDS
+        and len(tok) > 2
+        and tok not in _NEG_CUES
+        and tok not in _SCOPE_END
+    )
 
 
-def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[bool | None]:
-    """Per token: True asserted, False negated, None asked (in a question's scope).
+def _wh_question(toks: list[str], opener: int) -> bool:
+    """Whether the word at ``opener`` opens a wh-question: "how far ...", "what medications
+    ...", "when did it start", but not "how about ..." nor "when you're constipated , ..."."""
+    tok = toks[opener]
+    nxt = toks[opener + 1] if opener + 1 < len(toks) else ""
+    if tok not in _WH_WORDS or (tok, nxt) in _ASK_ALWAYS:
+        return False
+    return tok in {"what", "which", "who", "whose"} or nxt in _WH_NEXT
 
-    A negation's scope runs over at most ``_SCOPE_MAX`` content words and ends at a clause
-    boundary: a conjunction such as "but", a new subject ("no rash, she says ..."), or a
-    comma that does not continue a list ("denies fever, chills, or sweats" stays negated).
+
+def _asks_here(toks: list[str], i: int, wh: bool) -> bool:
+    """Whether a question starts at token ``i`` of a transcript sentence."""
+    tok, prev = toks[i], toks[i - 1] if i else ""
+    nxt = toks[i + 1] if i + 1 < len(toks) else ""
+    after = toks[i + 2] if i + 2 < len(toks) else ""
+    if (tok, nxt) in _ASK_ALWAYS:
+        return True
+    if tok in _ASKS or (tok, nxt) in _ASK_PAIRS:
+        at_start = not prev or prev in _OPENERS
+        if tok in _ASKS:
+            return at_start
+        if at_start and not wh:
+            return True
+        # run-on speech: "... nothing else is going on have you done physical therapy"
+        return prev not in _WH_WORDS and (
+            (tok in {"do", "did"} and nxt == "you" and after.isalpha())
+            or (tok == "have" and nxt == "you" and after in _ASKED_PARTICIPLES)
+        )
+    return False
+
+
+Mark = bool | None | Literal["if"]
+
+
+def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
+    """Per token: True asserted, False negated, None asked (in a question's scope), "if"
+    supposed (in a condition: "if symptoms do not improve").
+
+    A negation's scope runs over at most ``_SCOPE_MAX`` content words (a list renews it:
+    "denies fever, chills, muscle aches, nausea, or vomiting") and ends at a clause
+    boundary: a conjunction such as "but", a new subject ("no rash, she says ..."), "and"
+    before a new phrase ("cannot catch her breath and some wheezing is present"), or a
+    comma that does not continue a list.
     """
-    marks: list[bool | None] = [True] * len(toks)
+    marks: list[Mark] = [True] * len(toks)
     scope = 0  # content words left in a negation's scope
-    asking = False
-    opener = next((t for t in toks if t.isalpha() and t not in _FILLERS), "")
-    wh = opener in _WH_WORDS  # "how far are you running": presupposed, not asked
+    cue = -1  # where the last negation cue stood
+    asking = supposing = False
+    opener = next((i for i, t in enumerate(toks) if t.isalpha() and t not in _FILLERS), -1)
+    # "how far are you running": presupposed, not asked; but "what about ..." asks
+    wh = opener >= 0 and _wh_question(toks, opener)
     for i, tok in enumerate(toks):
         prev = toks[i - 1] if i else ""
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
-        if tok in _SCOPE_END or tok == "?" or (tok == "," and nxt in _CLAUSE_STARTS):
-            scope, asking = 0, False
+        if (
+            tok in _SCOPE_END
+            or tok == "?"
+            or (tok == "," and nxt in _COMMA_CLAUSE)
+            or (tok == "other" and nxt == "than")
+            or (tok == "and" and nxt in _NEW_PHRASE)
+        ):
+            scope, asking, supposing = 0, False, False
+            continue
+        if supposing:
+            if tok in {",", "then"}:
+                supposing = False
+            else:
+                marks[i] = "if"
+            continue
+        if tok in _CONDITIONS:
+            scope, asking, supposing = 0, False, True
             continue
         if tok in _SUBJECTS and scope < _SCOPE_MAX:  # not "denies that she ..."
             scope = 0
-        if tok in _SUBJECTS and asking and prev not in _ASK_VERBS:  # "any ... when i'm ..."
+        if tok in _SUBJECTS and asking and prev not in _ASK_VERBS | _RELATIVES:
+            # "any ... when i'm ...", but not "anyone that you know has ..."
             asking = False
+        if scope > 0 and cue >= 0 and toks[cue] == "without" and tok in _PREPOSITIONS:
+            scope = 0  # "without contrast of your abdomen"
+        if scope > 0 and (tok in {",", "or", "nor"} or (tok == "and" and prev == ",")):
+            scope = max(scope, _LIST_ITEM)
+            continue
         if (
             tok in _NO_WORDS
             and (not prev or prev in _NO_WORDS or prev == ",")
@@ -682,31 +794,44 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[bool | None
         if tok == "negative" and nxt != "for" and _content(nxt):
             scope = 1  # "negative margins": an adjective on the next word
             continue
-        if tok in _POST_CUES and not (tok == "negative" and nxt == "for"):
-            # "pain free", "margins were negative", "pregnancy test negative"
+        if (tok in _POST_CUES and not (tok == "negative" and nxt == "for")) or (
+            tok in _NO_WORDS and prev and nxt in {"", ".", "?"}
+        ):
+            # "pain free", "margins were negative", "pregnancy test negative", "diarrhea no"
             j = i - 1
             while j >= 0 and toks[j] in _LINKS:
                 j -= 1
-            if j >= 0 and _content(toks[j]):
+            # the words before it that name one thing ("pregnancy test negative"); a spoken
+            # "diarrhea no" takes one word
+            for _ in range(1 if tok in _NO_WORDS else _LIST_ITEM):
+                if j < 0 or not _content(toks[j]) or marks[j] is not True:
+                    break
                 marks[j] = False
+                j -= 1
             continue
         if tok == "without" and prev == "or":  # "with or without"
             continue
         if tok == "non":
             scope = 1
             continue
-        if tok in _NEG_CUES and not (tok == "not" and nxt in {"only", "limited"}):
-            scope, asking = _SCOPE_MAX, False
-            continue
         if (
-            speech
-            and scope == 0
-            and (
-                (tok in _ASKS and (not prev or prev in _OPENERS))
-                or (tok, nxt) in _ASK_ALWAYS
-                or (not wh and (tok, nxt) in _ASK_PAIRS and (not prev or prev in _OPENERS))
-            )
+            scope > 0
+            and tok in _AFFIRMERS
+            and cue < (last_comma := _last(toks, ",", i))
+            and toks[last_comma + 1] not in {"or", "and", "nor"}
         ):
+            # "no tenderness , bowel sounds are present": the item before it is asserted
+            # (but not in "no murmurs present" nor "no murmurs , gallops , or rubs present")
+            for j in range(last_comma + 1, i):
+                if marks[j] is False:
+                    marks[j] = True
+            scope = 0
+            continue
+        if tok in _NEG_CUES and not (tok == "not" and nxt in {"only", "limited"}):
+            if not asking:  # "do you not have a bowel movement ?" still asks
+                scope, cue = _SCOPE_MAX, i
+            continue
+        if speech and scope == 0 and _asks_here(toks, i, wh):
             asking = True
         if scope > 0:
             marks[i] = False
@@ -717,19 +842,24 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[bool | None
     return marks
 
 
+def _last(toks: list[str], tok: str, before: int) -> int:
+    """Index of the last ``tok`` before index ``before`` (-1: none)."""
+    return next((j for j in range(before - 1, -1, -1) if toks[j] == tok), -1)
+
+
 def _polarity(toks: list[str], *, speech: bool = True) -> tuple[Polarity, set[str]]:
     """Content stems of one sentence with how each is said (both, when said both ways), and
     the stems it asks about. ``speech``: the text may ask questions (a transcript); a written
-    statement does not."""
+    statement does not. What a condition supposes is neither said nor asked."""
     said: Polarity = {}
     asked: set[str] = set()
     for tok, mark in zip(toks, _polarity_marks(toks, speech=speech), strict=True):
-        if not _content(tok):
+        if not _content(tok) or mark == "if":
             continue
         if mark is None:
             asked.add(stem(tok))
         else:
-            said.setdefault(stem(tok), set()).add(mark)
+            said.setdefault(stem(tok), set()).add(bool(mark))
     return said, asked
 
 
@@ -737,10 +867,10 @@ def _reply(sentence: str) -> bool | None:
     """A short reply's yes (True) or no (False); None when neither, or when the reply goes
     on to say more (a "no" before a new clause often answers something else)."""
     toks = tokens(_SPEAKER_RE.sub("", sentence))
-    if sum(_content(t) for t in toks) > 6:
-        return None
     words = [t for t in toks[:6] if t.isalpha() and t not in _FILLERS]
-    if not words:
+    if words and words[0] in _NO_WORDS and len(words) > 1 and words[1] in _NO_WORDS | {"i"}:
+        return False  # "no no i have never had ...", "no i actually tried ..."
+    if sum(_content(t) for t in toks) > 6 or not words:
         return None
     if words[0] in _NO_WORDS or (words[0] in {"i", "not"} and "not" in words[:3]):
         return False
@@ -750,29 +880,51 @@ def _reply(sentence: str) -> bool | None:
     return None
 
 
-def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
-    """Polarity of evidence terms; a question answered "no" negates what it asked, answered
-    "yes" asserts it, and is otherwise undecided. Wh-questions ("how far are you running")
-    presuppose what they ask about."""
+def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
+    """Polarity of the terms of sentence ``i``; a question answered "no" negates what it
+    asked, answered "yes" asserts it, and is otherwise undecided. Wh-questions ("how far are
+    you running") presuppose what they ask about."""
+    sentence = sentences[i]
+    toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", sentence)))
+    reply = _reply(sentences[i + 1]) if i + 1 < len(sentences) else None
+    pol, asked = _polarity(toks)
+    if reply is not None:
+        # what the reply names itself, it says itself ("did any of your children have
+        # problems ?" "i do not have siblings , and my children are healthy")
+        own = {stem(t) for t in tokens(_findings_as_words(sentences[i + 1])) if _content(t)}
+        asked -= own
+        pol = {k: v for k, v in pol.items() if k not in own}
     out: Polarity = {}
-    for i, sentence in enumerate(sentences):
-        toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", sentence)))
-        words = [t for t in toks if t.isalpha() and t not in _FILLERS]
-        reply = _reply(sentences[i + 1]) if i + 1 < len(sentences) else None
-        pol, asked = _polarity(toks)
-        if not asked and sentence.rstrip().endswith("?") and words and words[0] not in _WH_WORDS:
-            # a whole yes/no question ("diarrhea ?", "no allergies , is that correct ?"):
-            # "yes" confirms it as asked, "no" turns it round
-            if reply is not None:
-                for key, said in pol.items():
-                    out.setdefault(key, set()).update(s if reply else not s for s in said)
-            continue
-        for key, said in pol.items():
-            if key not in asked:
-                out.setdefault(key, set()).update(said)
+    if (
+        sentence.rstrip().endswith("?")
+        and any(t.isalpha() and t not in _FILLERS for t in toks)
+        and not any(_wh_question(toks, k) for k in range(len(toks)))
+    ):
+        # a whole yes/no question ("diarrhea ?", "have you noticed any weight gain ?"):
+        # "yes" confirms it as asked, "no" turns it round; a question put in the negative
+        # ("and no chest pain while exercising ?") is confirmed by either
         if reply is not None:
+            negative = any(False in said for said in pol.values())
             for key in asked:
                 out.setdefault(key, set()).add(reply)
+            for key, said in pol.items():
+                out.setdefault(key, set()).update(s if reply or negative else not s for s in said)
+        return out
+    for key, said in pol.items():
+        if key not in asked:
+            out.setdefault(key, set()).update(said)
+    if reply is not None:
+        for key in asked:
+            out.setdefault(key, set()).add(reply)
+    return out
+
+
+def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
+    """Polarity of the terms of all ``sentences`` (see ``_sentence_polarity``)."""
+    out: Polarity = {}
+    for i in range(len(sentences)):
+        for key, said in _sentence_polarity(sentences, i).items():
+            out.setdefault(key, set()).update(said)
     return out
 
 
@@ -781,7 +933,8 @@ _IGNORED_KEYS = frozenset(
     stem(w)
     for w in """
     left right bilateral time times day days week weeks month months year years today since
-    about also than previous past last next ago once twice able
+    about also than previous past last next ago once twice able couple few several long
+    recent recently
     """.split()
 )
 
@@ -791,6 +944,85 @@ def _source_polarity(sentences: tuple[str, ...]) -> Polarity:
     return _evidence_polarity(sentences)
 
 
+@lru_cache(maxsize=256)
+def _source_sentence_polarity(sentences: tuple[str, ...]) -> tuple[Polarity, ...]:
+    return tuple(_sentence_polarity(sentences, i) for i in range(len(sentences)))
+
+
+# Words too general to name what a phrase is about ("no history of ...", "any other ...").
+_GENERIC = frozenset(
+    stem(w)
+    for w in """
+    history significant other any problems problem issues issue symptoms symptom patient
+    notes states reports feel feels feeling having complains complaints current currently
+    doing done taking take taken getting get going seem seemed really
+    """.split()
+)
+
+
+_RUN_BREAKS = frozenset(
+    ", or and nor . ; : of to in on at for from into with after before during since when".split()
+)
+
+
+def _phrases(toks: list[str]) -> list[tuple[bool, list[str]]]:
+    """The statement's runs of content words said one way, split at lists, clauses and
+    prepositions: "denies chest pain or shortness of breath with exercise" ->
+    (False, [chest, pain]), (False, [dyspnea]), (False, [exercise])."""
+    runs: list[tuple[bool, list[str]]] = []
+    current: list[str] = []
+    polarity: bool | None = None
+    for tok, mark in zip(toks, _polarity_marks(toks, speech=False), strict=True):
+        if tok in _RUN_BREAKS or mark not in (True, False):
+            if current and polarity is not None:
+                runs.append((polarity, current))
+            current, polarity = [], None
+            continue
+        if not _content(tok):
+            continue
+        key = stem(tok)
+        if polarity is not None and mark != polarity:
+            runs.append((polarity, current))
+            current = []
+        polarity = bool(mark)
+        if key not in _IGNORED_KEYS and key not in _GENERIC:
+            current.append(tok)
+    if current and polarity is not None:
+        runs.append((polarity, current))
+    return runs
+
+
+def _phrase_conflict(
+    toks: list[str], evidence: Polarity, source_sentences: Sequence[str]
+) -> FactCheck | None:
+    """A phrase the statement says one way that a source sentence says only the other way
+    ("has not been watching his diet" against "i've been watching my diet"), when neither the
+    evidence nor any source sentence says it the statement's way."""
+    per_sentence = _source_sentence_polarity(tuple(source_sentences))
+    for said, words in _phrases(toks):
+        pair = [stem(w) for w in words[:2]]
+        if len(pair) < 2 or all(said in evidence.get(k, ()) for k in pair):
+            continue
+        same = other = False
+        for pol in per_sentence:
+            marks = [pol.get(k) for k in pair]
+            if all(m and said in m for m in marks):
+                same = True
+                break
+            if all(m == {not said} for m in marks):
+                other = True
+        if other and not same:
+            phrase = " ".join(words[:2])
+            how = "asserts" if said else "negates"
+            other_how = "negates" if said else "asserts"
+            return FactCheck(
+                "conflict",
+                f"negation differs: the statement {how} {phrase!r}, the source {other_how} it",
+                pair[0],
+            )
+    return None
+
+
 def _compare_negation(
     statement: str, evidence_sentences: Sequence[str], source_sentences: Sequence[str] = ()
 ) -> FactCheck:
@@ -798,26 +1030,47 @@ def _compare_negation(
     words = {stem(t): t for t in toks if t.isalpha()}
     evid = _evidence_polarity(evidence_sentences)
     findings = load_lexicon().findings
-    for key, said in _polarity(toks, speech=False)[0].items():
+    both_ways = {k for k, v in _polarity(toks, speech=False)[0].items() if len(v) > 1}
+    items: list[tuple[str, set[bool]]] = []
+    for polarity, run in _phrases(toks):
+        keys = [stem(w) for w in run if stem(w) not in both_ways]
+        # a phrase the evidence says the statement's way by one of its words is not
+        # contradicted by another ("denies blood transfusions" against "any blood
+        # transfusions ?" "no , i tried to give blood once")
+        if not any(evid.get(k) == {polarity} for k in keys):
+            items += [(k, {polarity}) for k in keys]
+    for key, said in items:
         seen = evid.get(key)
         if not seen and key in findings and source_sentences:
             # a symptom the matched text does not mention: how the rest of the source
             # speaks of it ("any fever ?" "no" earlier in the visit) decides
             seen = _source_polarity(tuple(source_sentences)).get(key)
-        if key in _IGNORED_KEYS or len(said) > 1 or not seen or len(seen) > 1:
-            continue  # said both ways, or absent: undecided
+        if not seen or len(seen) > 1:
+            continue  # absent, or said both ways: undecided
         if said != seen:
             word = words.get(key, key)
             if True in said:
                 return FactCheck(
                     "conflict",
                     f"negation differs: the statement asserts {word!r}, the evidence negates it",
+                    key,
                 )
             return FactCheck(
                 "conflict",
                 f"negation differs: the statement negates {word!r}, the evidence asserts it",
+                key,
             )
+    if source_sentences:
+        return _phrase_conflict(toks, evid, source_sentences) or AGREE
     return AGREE
+
+
+def mentions(sentences: Sequence[str], terms: set[str]) -> bool:
+    """Whether the sentences speak of every stem in ``terms`` (in either polarity)."""
+    said: set[str] = set()
+    for sentence in sentences:
+        said.update(stem(t) for t in tokens(_findings_as_words(sentence)) if t.isalpha())
+    return terms <= said
 
 
 # --- laterality --------------------------------------------------------------------------
@@ -864,6 +1117,34 @@ def _side_parts(text: str) -> set[tuple[str, str]]:
     return pairs
 
 
+_SIDE_STEMS = frozenset(stem(w) for w in ("left", "right", "bilateral", "bilaterally"))
+_CLAUSE_SPLIT_RE = re.compile(r"[,;.?!]|\bbut\b|\bwhereas\b|\bwhile\b", re.I)
+
+
+def _clause_side(statement: str, evidence: str) -> FactCheck | None:
+    """When the evidence names both sides, the side of the clause that speaks of what the
+    statement says ("edema of your right knee , but your left knee looks fine" against
+    "edema of the left knee") decides; a tie decides nothing."""
+    wanted = _content_stems(statement) - _SIDE_STEMS
+    for side, part in sorted(_side_parts(statement)):
+        best: dict[str, int] = {}
+        for clause in _CLAUSE_SPLIT_RE.split(evidence):
+            for said, said_part in _side_parts(clause):
+                if said_part == part:
+                    score = len(wanted & _content_stems(clause))
+                    best[said] = max(best.get(said, 0), score)
+        other = "right" if side == "left" else "left"
+        if best.get(other, 0) > best.get(side, 0):
+            word = _word_of(statement, part)
+            return FactCheck("conflict", f"laterality differs: {side} vs {other} {word}")
+    return None
+
+
+def _word_of(text: str, key: str) -> str:
+    """The word of ``text`` whose stem is ``key`` (for reasons people read)."""
+    return next((t for t in tokens(text) if stem(t) == key), key)
+
+
 def _compare_laterality(statement: str, evidence: str, source: str) -> FactCheck:
     wanted = _sides(statement)
     if not wanted:
@@ -872,8 +1153,13 @@ def _compare_laterality(statement: str, evidence: str, source: str) -> FactCheck
     for side, part in sorted(_side_parts(statement)):
         other = "right" if side == "left" else "left"
         if (side, part) not in source_pairs and (other, part) in source_pairs:
-            return FactCheck("conflict", f"laterality differs: {side} vs {other} {part}")
+            word = _word_of(statement, part)
+            return FactCheck("conflict", f"laterality differs: {side} vs {other} {word}")
     near = _sides(evidence)
+    if {"left", "right"} <= near:
+        clash = _clause_side(statement, evidence)
+        if clash:
+            return clash
     for side in sorted(wanted):
         if side in near:
             continue

@@ -23,7 +23,7 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from core.checks import OK, CheckStatus, failed, skipped, unavailable
-from core.grounding.facts import DATA_DIR, FactCheck, compare_facts
+from core.grounding.facts import DATA_DIR, FactCheck, compare_facts, mentions
 from core.grounding.inference import Judgement, llm_judge, nli_judge
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
 from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
@@ -140,6 +140,15 @@ class _SourceIndex:
                 a = floor
                 break
         return text[max(floor, a) : end].strip()
+
+    def verbatim_focus(self, chunk: int, start: int, end: int) -> list[str]:
+        """What decides the negation of a verbatim match: its lead-in; but a match inside a
+        question ("do you exercise regularly ?") is read as the question with its reply."""
+        sentences = self.sentences[chunk]
+        k = next((i for i, s in enumerate(sentences) if s.start <= start < s.end), -1)
+        if k >= 0 and sentences[k].text.rstrip().endswith("?"):
+            return [s.text for s in sentences[k : k + 2]]
+        return [self.lead_in(chunk, start, end)]
 
     def sentence_span(self, chunk: int, start: int, end: int) -> _Unit:
         """The sentences of ``chunk`` overlapping ``[start, end)`` as a unit."""
@@ -376,7 +385,7 @@ class GroundingVerifier:
                 statement,
                 index.context(unit, 0),
                 index.source_sentences(ci),
-                focus=[index.lead_in(ci, start, end)],
+                focus=index.verbatim_focus(ci, start, end),
             )
             if check.status == "agree":
                 return _Decision("grounded", "exact_match", 1.0, unit, None, 1.0)
@@ -401,7 +410,7 @@ class GroundingVerifier:
             statement,
             index.context(unit, 1),
             index.source_sentences(unit.chunk),
-            focus=[index.lead_in(unit.chunk, unit.start, unit.end)],
+            focus=index.verbatim_focus(unit.chunk, unit.start, unit.end),
         )
         if check.status == "agree":
             return _Decision("grounded", "fuzzy_match", score, unit, None, score)
@@ -417,18 +426,21 @@ class GroundingVerifier:
         order = np.argsort(-sims)[: self.candidates]
         top = float(sims[order[0]])
         first_bad: _Decision | None = None
+        disputed: set[str] = set()  # terms a closer candidate said the other way
         for k in order:
             sim = float(sims[k])
             unit = index.units[int(k)]
             thr = self._threshold(index, unit)
             if sim < thr:
                 continue
+            context = index.context(unit)
             check = compare_facts(
-                statement,
-                index.context(unit),
-                index.source_sentences(unit.chunk),
-                focus=index.focus(unit),
+                statement, context, index.source_sentences(unit.chunk), focus=index.focus(unit)
             )
+            if check.term:
+                disputed.add(check.term)
+            if check.status == "agree" and disputed and not mentions(context, disputed):
+                continue  # silent on what a closer match contradicted: no support
             if check.status == "agree":
                 confidence = 0.5 + 0.5 * (sim - thr) / max(1e-6, 1.0 - thr)
                 return _Decision("grounded", "semantic_match", confidence, unit, None, sim), None

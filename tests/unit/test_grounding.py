@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from core.grounding import GroundingVerifier, SourceChunk, compare_facts
-from core.grounding.facts import condition_mentions, drug_mentions, quantities
+from core.grounding.facts import condition_mentions, dates, drug_mentions, quantities
 
 NOTE = (
     "Assessment: Type 2 diabetes, well controlled. Takes metformin 500 mg b.i.d. and "
@@ -298,6 +298,28 @@ def test_spoken_decimals_ordinals_and_a_week() -> None:
     assert compare_facts("Dose of 105 mg.", ["one hundred and five milligrams"]).status == "agree"
 
 
+def test_scores_years_and_what_is_not_a_quantity() -> None:
+    assert [(q.value, q.unit) for q in quantities("pain 4/10, BP 132/84")] == [
+        ("4/10", "score"),
+        ("132/84", "mmhg"),
+    ]
+    assert compare_facts("Pain is 4/10.", ["it's about a four out of ten"]).status == "agree"
+    assert compare_facts("Pain is 6/10.", ["it's about a four out of ten"]).status != "agree"
+    # "2-7/10" is a range of scores, not a date
+    assert dates("she rates her pain as 2-7/10") == []
+    assert compare_facts("Stent placed in 2018.", ["a stent in twenty eighteen"]).status == "agree"
+    assert compare_facts("Stent placed in 2019.", ["a stent in twenty eighteen"]).status != "agree"
+    assert compare_facts("Drinks 2 beers.", ["only a couple of beers"]).status == "agree"
+
+
+def test_the_clause_that_names_the_finding_decides_its_side() -> None:
+    said = ["there is some edema of your right knee , but your left knee looks fine"]
+    check = compare_facts("There is edema of the left knee.", said)
+    assert (check.status, check.reason) == ("conflict", "laterality differs: left vs right knee")
+    assert compare_facts("There is edema of the right knee.", said).status == "agree"
+    assert compare_facts("The left knee looks fine.", said).status == "agree"
+
+
 def test_dates_are_compared_written_or_spoken() -> None:
     said = ["he was last seen on november 24th 2020 and the labs are from 3/1/21"]
     assert compare_facts("Last seen on 11/24/2020.", said).status == "agree"
@@ -357,6 +379,75 @@ def test_dates_are_compared_written_or_spoken() -> None:
             ["if it's not better , we'll get an mri at that time"],
             "agree",
         ),
+        # a condition supposes, it does not negate
+        ("If symptoms do not improve, we will inject.", ["the symptoms improve"], "agree"),
+        # a list renews the scope, past its usual length, and "and" goes on with it
+        (
+            "Denies fever, chills, muscle aches, nausea, vomiting, diarrhea, fatigue, "
+            "and weight loss.",
+            ["i did notice some weight loss"],
+            "conflict",
+        ),
+        ("Denies blood in his stools, nausea, and indigestion.", ["some indigestion"], "conflict"),
+        # "and" before a new phrase ends it
+        (
+            "She cannot catch her breath and some wheezing is present.",
+            ["i feel like i'm wheezing"],
+            "agree",
+        ),
+        # what is present after a negated item is asserted, but not what the cue negates
+        ("Bowel sounds are present.", ["no tenderness , bowel sounds are present"], "agree"),
+        ("No murmurs or rubs.", ["no murmurs , gallops , or rubs present ."], "agree"),
+        ("No hernia noted.", ["no hernia ."], "agree"),
+        # the scope of "without" ends at a preposition
+        ("CT of the abdomen without contrast.", ["a ct without contrast of your abdomen"], "agree"),
+        # a reply speaks for itself about what it names
+        (
+            "Her children are healthy.",
+            [
+                "did any of your children have problems ?",
+                "i do not have siblings , my children are healthy",
+            ],
+            "agree",
+        ),
+        # questions: unanswered ones assert nothing, whatever their shape
+        ("He denies weight gain.", ["have you noticed any recent , uh , weight gain ?"], "agree"),
+        ("No family history of cancer.", ["any other cancer in the family ?"], "agree"),
+        ("Has not done therapy.", ["so that's fine have you done physical therapy"], "agree"),
+        (
+            "He has hard stools.",
+            ["when you're constipated , do you not have a bowel movement or is the stool hard ?"],
+            "agree",
+        ),
+        (
+            "Has immune deficiency.",
+            ["what about anyone that you know has immune deficiency"],
+            "agree",
+        ),
+        # a question put in the negative is confirmed by "no"
+        (
+            "Denies chest pain while exercising.",
+            ["and no chest pain while you exercise ?", "no"],
+            "agree",
+        ),
+        (
+            "Reports chest pain with exercise.",
+            ["and no chest pain while you exercise ?", "no"],
+            "conflict",
+        ),
+        # "diarrhea no"; "no , i ..." answers the question before it
+        ("Reports diarrhea.", ["how about your stomach", "diarrhea no"], "conflict"),
+        (
+            "Received a blood transfusion.",
+            ["have you ever received a blood transfusion ?", "no i have been healthy"],
+            "conflict",
+        ),
+        # one word of a phrase said the statement's way outweighs another said the other way
+        (
+            "Denies blood transfusions.",
+            ["any blood transfusions ?", "no , i tried to give blood once"],
+            "agree",
+        ),
     ],
 )
 def test_negation_scope(statement: str, evidence: list[str], status: str) -> None:
@@ -378,6 +469,34 @@ def test_a_symptom_denied_elsewhere_in_the_visit_is_not_grounded(
         "negation differs: the statement asserts 'nausea', the evidence negates it",
     )
     assert verifier.verify("Stomach pain started 2 days ago.", src).statements[0].is_grounded
+
+
+def test_a_phrase_said_the_other_way_elsewhere_in_the_source_conflicts() -> None:
+    source = ["how is the heart failure ?", "better . i've been watching my diet and walking ."]
+    near = ["how is the heart failure ?"]
+    check = compare_facts("He has not been watching his diet.", near, source)
+    assert check.status == "conflict"
+    assert check.reason == (
+        "negation differs: the statement negates 'watching diet', the source asserts it"
+    )
+    assert compare_facts("He has been watching his diet.", near, source).status == "agree"
+    # the matched evidence saying it the statement's way wins over the rest of the source
+    said = ["i have not been watching my diet"]
+    assert compare_facts("He has not been watching his diet.", said, source).status == "agree"
+
+
+def test_a_closer_contradiction_is_not_outvoted_by_a_silent_match() -> None:
+    dialogue = (
+        "[doctor] do you exercise regularly since the knee injury ?\n[patient] no .\n"
+        "[doctor] tell me about the knee injury .\n[patient] i hurt the knee playing soccer ."
+    )
+    src = [SourceChunk("visit", dialogue, "transcript")]
+    v = GroundingVerifier(embedder=FakeEmbedder(), transcript_threshold=0.2)  # type: ignore[arg-type]
+    result = v.verify("He exercises regularly since the knee injury.", src).statements[0]
+    assert result.status == "contradicted"
+    assert result.reason is not None
+    assert "'exercises'" in result.reason
+    assert v.verify("He hurt the knee playing soccer.", src).statements[0].is_grounded
 
 
 def test_verbatim_match_reads_negation_from_the_word_before(verifier: GroundingVerifier) -> None:
