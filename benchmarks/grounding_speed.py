@@ -6,8 +6,10 @@ the cache, as when a patient's notes are checked again). Also batch throughput (
 Texts are generated here from templates with a fixed seed.
 
 The embedder follows GROUNDWATCH_EMBEDDING_PRECISION / _WORKERS unless --precision / --workers
-say otherwise. --compare also times the float32, one-batch-at-a-time embedder (the path before
-bf16 and worker threads) on the same cases, run by run, so both see the same machine load.
+say otherwise. --compare also times, on the same cases and run by run (so all see the same
+machine load), the same embedder through SentenceTransformer.encode instead of the fast encoder,
+and the float32, one-batch-at-a-time SentenceTransformer.encode embedder (the path before bf16
+and worker threads).
 
     python benchmarks/grounding_speed.py [--runs 20] [--batch 20] [--precision P] [--workers N]
                                          [--compare]
@@ -88,20 +90,24 @@ def main() -> None:
     parser.add_argument(
         "--compare",
         action="store_true",
-        help="also time the fp32 embedder with 1 worker on the same cases, interleaved",
+        help="also time SentenceTransformer.encode (same settings; fp32 with 1 worker) on the "
+        "same cases, interleaved",
     )
     args = parser.parse_args()
 
-    from core.backends.embedder import get_embedder
+    from core.backends.embedder import Embedder, get_embedder
     from core.grounding import GroundingVerifier, SourceChunk
 
     rng = random.Random(args.seed)
-    embedders = [get_embedder(None, args.precision, args.workers)]
+    main_embedder = get_embedder(None, args.precision, args.workers)
+    embedders = [main_embedder]
     if args.compare:
-        embedders.append(get_embedder(None, "fp32", 1))
+        p, w = main_embedder.precision, main_embedder.workers
+        embedders.append(Embedder(None, precision=p, workers=w, fast=False))
+        embedders.append(Embedder(None, precision="fp32", workers=1, fast=False))
     verifiers = {
-        f"{e.model_name}, {e.workers} worker{'s' if e.workers > 1 else ''}": GroundingVerifier(
-            embedder=e
+        f"{e.model_name}, {e.workers} worker{'s' if e.workers > 1 else ''}, {e.encoder}": (
+            GroundingVerifier(embedder=e)
         )
         for e in embedders
     }

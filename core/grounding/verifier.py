@@ -104,18 +104,25 @@ class _SourceIndex:
         texts = self.sentence_texts()
         both = embedder.encode([*texts, *extra])
         flat, extra_vectors = both[: len(texts)], both[len(texts) :]
-        offsets, pos = [], 0
-        for chunk_sentences in self.sentences:
-            offsets.append(pos)
-            pos += len(chunk_sentences)
-        vectors = np.zeros((len(self.units), flat.shape[1] if flat.size else 1), np.float32)
-        for k, unit in enumerate(self.units):
-            base = offsets[unit.chunk]
-            v = flat[base + unit.first : base + unit.last + 1].sum(axis=0)
-            norm = float(np.linalg.norm(v))
-            vectors[k] = v / norm if norm else v
-        self.vectors = vectors
+        self.vectors = self._window_vectors(flat)
         return extra_vectors
+
+    def _window_vectors(self, flat: np.ndarray) -> np.ndarray:
+        """Each unit's normalised sum of its sentences' vectors (``flat``: one row per
+        sentence). Rows are added in sentence order and each norm is a dot product, as
+        ``flat[a:b].sum(axis=0)`` and ``np.linalg.norm`` do: the same float32 values."""
+        if not self.units:
+            return np.zeros((0, flat.shape[1] if flat.size else 1), np.float32)
+        offsets = np.cumsum([0, *(len(s) for s in self.sentences)])
+        first = np.array([offsets[u.chunk] + u.first for u in self.units])
+        size = np.array([u.last - u.first + 1 for u in self.units])
+        sums = flat[first]  # a copy
+        for j in range(1, int(size.max())):
+            rows = np.flatnonzero(size > j)
+            sums[rows] += flat[first[rows] + j]
+        norms = np.sqrt(np.array([v.dot(v) for v in sums], dtype=sums.dtype))
+        norms[norms == 0] = 1
+        return sums / norms[:, None]
 
     def context(self, unit: _Unit, margin: int = 2) -> list[str]:
         """The unit's sentences with ``margin`` neighbours each side (for fact checks)."""

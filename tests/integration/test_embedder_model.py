@@ -1,4 +1,5 @@
-"""The real MiniLM embedder: bf16 against fp32, parallel against serial, cache keys, threads."""
+"""The real MiniLM embedder: the fast encoder against SentenceTransformer.encode, bf16 against
+fp32, parallel against serial, cache keys, threads, kernel shapes."""
 
 from __future__ import annotations
 
@@ -67,6 +68,117 @@ def bf16() -> Embedder:
     return get_embedder(None, "bf16", 2)
 
 
+LONG = " ".join(f"word{k}" for k in range(400))  # past the model's 256-token truncation
+ODD = "  Café:  BP\t132/84 mmHg ; pulse 72 bpm — no known drug allergies (NKDA).  "
+
+
+@pytest.fixture(scope="module")
+def st_fp32() -> Embedder:
+    return Embedder(None, precision="fp32", workers=1, fast=False)  # SentenceTransformer.encode
+
+
+@pytest.fixture(scope="module")
+def st_bf16() -> Embedder:
+    return Embedder(None, precision="bf16", workers=2, fast=False)
+
+
+def test_the_fast_encoder_gives_the_vectors_of_sentence_transformers(
+    fp32: Embedder, st_fp32: Embedder
+) -> None:
+    assert (fp32.encoder, st_fp32.encoder) == ("fast", "sentence-transformers")
+    texts = [*SENTENCES, LONG, ODD, ""]
+    a, b = fp32._encode_raw(texts), st_fp32._encode_raw(texts)
+    assert a.shape == b.shape == (len(texts), 384)
+    assert np.allclose(a, b, atol=2e-5)
+
+
+def test_the_fast_bf16_encoder_stays_within_accuracy(
+    bf16: Embedder, st_bf16: Embedder, st_fp32: Embedder
+) -> None:
+    """Against the bf16 vectors of SentenceTransformer.encode (cosine 0.9995, the accuracy
+    bar) and against float32 as close as they are."""
+    texts = [*SENTENCES, LONG, ODD]
+    fast, plain, full = (
+        bf16._encode_raw(texts),
+        st_bf16._encode_raw(texts),
+        st_fp32._encode_raw(texts),
+    )
+    assert bf16.encoder == "fast"
+    assert (fast * plain).sum(axis=1).min() >= 0.9995
+    assert (fast * full).sum(axis=1).min() >= min(0.9995, float((plain * full).sum(axis=1).min()))
+    assert np.allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-5)
+
+
+def test_fast_tokens_are_those_of_the_model_tokenizer(bf16: Embedder) -> None:
+    assert bf16._fast is not None
+    texts = [*SENTENCES, LONG, ODD]
+    expected = bf16._model.tokenizer(
+        [t.strip() for t in texts], truncation=True, max_length=bf16._model.max_seq_length
+    )["input_ids"]
+    got = bf16._fast.tokenize(texts)
+    assert got == [list(ids) for ids in expected]
+    assert len(got[-2]) == bf16._model.max_seq_length == 256
+
+
+def test_matrix_products_see_a_bounded_set_of_row_counts(bf16: Embedder) -> None:
+    """oneDNN makes a kernel per new shape (milliseconds each): token rows are padded so that
+    the matrix products only ever see the shapes the embedder made when it was loaded."""
+    assert bf16._fast is not None
+    made = set(range(32, 513, 32))
+    for total in range(1, 3000):
+        rows = bf16._fast.padded_rows(total)
+        assert total <= rows < total + 32
+        assert rows % 512 in made | {0}
+    assert bf16._fast.warm() == len(made)
+
+
+def test_unscripted_fast_encoder_gives_the_same_vectors(
+    monkeypatch: pytest.MonkeyPatch, bf16: Embedder
+) -> None:
+    import torch
+
+    def refuse(*_: object, **__: object) -> None:
+        raise RuntimeError("no TorchScript")
+
+    monkeypatch.setattr(torch.jit, "script", refuse)
+    eager = Embedder(None, precision="bf16", workers=2)
+    assert eager.encoder == "fast-eager"
+    assert np.allclose(eager._encode_raw(SENTENCES), bf16._encode_raw(SENTENCES), atol=1e-6)
+
+
+def test_a_model_the_fast_encoder_cannot_run_keeps_sentence_transformers(
+    monkeypatch: pytest.MonkeyPatch, st_bf16: Embedder
+) -> None:
+    from core.backends import embedder as module
+
+    def unsupported(*_: object, **__: object) -> None:
+        raise ValueError("not a plain BERT encoder")
+
+    monkeypatch.setattr(module, "_FastEncoder", unsupported)
+    plain = Embedder(None, precision="bf16", workers=2)
+    assert plain.encoder == "sentence-transformers"
+    assert plain.packed_linears >= 36  # the plain path still gets its packed layers
+    assert np.allclose(plain._encode_raw(SENTENCES), st_bf16._encode_raw(SENTENCES), atol=1e-6)
+
+
+def test_a_fast_encoder_with_other_vectors_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.backends import embedder as module
+
+    real = module._FastEncoder.encode
+
+    def shuffled(self: object, rows: Sequence[Sequence[int]]) -> np.ndarray:
+        return np.roll(real(self, rows), 1, axis=1)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module._FastEncoder, "encode", shuffled)
+    checked = Embedder(None, precision="fp32", workers=1)
+    assert checked.encoder == "sentence-transformers"
+
+
+def test_empty_lists_encode_to_no_rows(bf16: Embedder) -> None:
+    assert bf16._encode_raw([]).shape == (0, 384)
+    assert bf16.encode([]).shape == (0, 384)
+
+
 def test_bf16_vectors_stay_close_to_fp32(fp32: Embedder, bf16: Embedder) -> None:
     assert fp32.model_name == "all-MiniLM-L6-v2"
     assert bf16.model_name == "all-MiniLM-L6-v2-bf16"
@@ -108,14 +220,40 @@ def test_parallel_encoding_matches_one_batch_at_a_time(fp32: Embedder) -> None:
     assert np.allclose(split, serial, atol=1e-5)
 
 
-def test_workers_run_single_threaded_kernels_and_restore_the_setting(bf16: Embedder) -> None:
+def test_workers_run_single_threaded_kernels_and_restore_the_setting(
+    monkeypatch: pytest.MonkeyPatch, bf16: Embedder
+) -> None:
+    import threading
+
+    import torch
+
+    assert bf16._fast is not None
+    seen: list[tuple[int, str]] = []
+    real = bf16._fast.encode
+
+    def recording(rows: Sequence[Sequence[int]]) -> np.ndarray:
+        seen.append((torch.get_num_threads(), threading.current_thread().name))
+        return real(rows)
+
+    monkeypatch.setattr(bf16._fast, "encode", recording)
+    before = torch.get_num_threads()
+    bf16._encode_raw([f"{s} [{uuid.uuid4().hex[:6]}]" for s in SENTENCES])
+    assert len(seen) == 2  # one forward pass per worker
+    assert {threads for threads, _ in seen} == {1}
+    assert len({name for _, name in seen}) == 2  # side by side on the two workers
+    assert all(name.startswith("embedder") for _, name in seen)
+    assert torch.get_num_threads() == before
+
+
+def test_sentence_transformers_workers_run_single_threaded_kernels(st_bf16: Embedder) -> None:
     import torch
 
     seen: list[int] = []
-    handle = bf16._model[0].register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    first = st_bf16._model[0]
+    handle = first.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
     before = torch.get_num_threads()
     try:
-        bf16._encode_raw([f"{s} [{uuid.uuid4().hex[:6]}]" for s in SENTENCES])
+        st_bf16._encode_raw([f"{s} [{uuid.uuid4().hex[:6]}]" for s in SENTENCES])
     finally:
         handle.remove()
     assert len(seen) >= 2  # at least one forward pass per worker
@@ -146,7 +284,7 @@ def test_logs_carry_no_text(caplog: pytest.LogCaptureFixture, bf16: Embedder) ->
 
 
 def test_bf16_linear_layers_are_packed_once_with_the_same_vectors(
-    monkeypatch: pytest.MonkeyPatch, bf16: Embedder
+    monkeypatch: pytest.MonkeyPatch, bf16: Embedder, st_bf16: Embedder
 ) -> None:
     import torch
 
@@ -154,8 +292,9 @@ def test_bf16_linear_layers_are_packed_once_with_the_same_vectors(
 
     if not hasattr(torch.ops.mkldnn, "_linear_pointwise"):
         pytest.skip("this PyTorch has no oneDNN linear ops")
-    assert bf16.packed_linears >= 36  # 6 layers x (q, k, v, out, up, down)
-    linears = [m for m in bf16._model[0].modules() if isinstance(m, torch.nn.Linear)]
+    assert bf16.packed_linears == 24  # fast encoder: 6 layers x (qkv, out, up, down)
+    assert st_bf16.packed_linears >= 36  # 6 layers x (q, k, v, out, up, down)
+    linears = [m for m in st_bf16._model[0].modules() if isinstance(m, torch.nn.Linear)]
     assert linears == []
 
     original = module._pack_linears
@@ -165,11 +304,13 @@ def test_bf16_linear_layers_are_packed_once_with_the_same_vectors(
         raise RuntimeError("unsupported")
 
     monkeypatch.setattr(module, "_pack_linears", broken)
-    plain = Embedder(None, precision="bf16", workers=1)  # packing fails half-way: rolled back
+    # packing fails half-way: rolled back
+    plain = Embedder(None, precision="bf16", workers=1, fast=False)
     assert plain.packed_linears == 0
     assert any(isinstance(m, torch.nn.Linear) for m in plain._model[0].modules())
-    a, b = bf16._encode_raw(SENTENCES), plain._encode_raw(SENTENCES)
+    a, b = st_bf16._encode_raw(SENTENCES), plain._encode_raw(SENTENCES)
     assert (a * b).sum(axis=1).min() >= 0.9999  # the same up to bfloat16 rounding
+    assert (bf16._encode_raw(SENTENCES) * b).sum(axis=1).min() >= 0.9995
 
 
 def test_concurrent_callers_share_one_embedder(bf16: Embedder) -> None:
