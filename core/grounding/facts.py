@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -847,13 +847,13 @@ def _last(toks: list[str], tok: str, before: int) -> int:
     return next((j for j in range(before - 1, -1, -1) if toks[j] == tok), -1)
 
 
-def _polarity(toks: list[str], *, speech: bool = True) -> tuple[Polarity, set[str]]:
-    """Content stems of one sentence with how each is said (both, when said both ways), and
-    the stems it asks about. ``speech``: the text may ask questions (a transcript); a written
-    statement does not. What a condition supposes is neither said nor asked."""
+def _polarity(toks: list[str]) -> tuple[Polarity, set[str]]:
+    """Content stems of one evidence sentence with how each is said (both, when said both
+    ways), and the stems it asks about. What a condition supposes is neither said nor asked.
+    (A statement is read by ``_read_statement``: it asks nothing.)"""
     said: Polarity = {}
     asked: set[str] = set()
-    for tok, mark in zip(toks, _polarity_marks(toks, speech=speech), strict=True):
+    for tok, mark in zip(toks, _polarity_marks(toks), strict=True):
         if not _content(tok) or mark == "if":
             continue
         if mark is None:
@@ -919,13 +919,17 @@ def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
     return out
 
 
-def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
-    """Polarity of the terms of all ``sentences`` (see ``_sentence_polarity``)."""
+def _union(polarities: Iterable[Polarity]) -> Polarity:
     out: Polarity = {}
-    for i in range(len(sentences)):
-        for key, said in _sentence_polarity(sentences, i).items():
+    for pol in polarities:
+        for key, said in pol.items():
             out.setdefault(key, set()).update(said)
     return out
+
+
+def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
+    """Polarity of the terms of all ``sentences`` (see ``_sentence_polarity``)."""
+    return _union(_sentence_polarity(sentences, i) for i in range(len(sentences)))
 
 
 # Laterality has its own check; words of time and sequence say nothing of negation.
@@ -939,14 +943,15 @@ _IGNORED_KEYS = frozenset(
 )
 
 
-@lru_cache(maxsize=1024)
-def _source_polarity(sentences: tuple[str, ...]) -> Polarity:
-    return _evidence_polarity(sentences)
-
-
 @lru_cache(maxsize=256)
 def _source_sentence_polarity(sentences: tuple[str, ...]) -> tuple[Polarity, ...]:
     return tuple(_sentence_polarity(sentences, i) for i in range(len(sentences)))
+
+
+@lru_cache(maxsize=256)
+def _source_polarity(sentences: tuple[str, ...]) -> Polarity:
+    """The whole source's polarity: the union of its sentences' (cached above)."""
+    return _union(_source_sentence_polarity(sentences))
 
 
 # Words too general to name what a phrase is about ("no history of ...", "any other ...").
@@ -965,41 +970,67 @@ _RUN_BREAKS = frozenset(
 )
 
 
-def _phrases(toks: list[str]) -> list[tuple[bool, list[str]]]:
+Run = tuple[bool, tuple[str, ...]]  # (asserted?, content words said that way)
+
+
+@dataclass(frozen=True, slots=True)
+class _StatementReading:
+    runs: tuple[Run, ...]
+    both_ways: frozenset[str]  # stems the statement says both ways
+    words: dict[str, str]  # stem -> the word as written (for reasons)
+
+
+@lru_cache(maxsize=4096)
+def _read_statement(statement: str) -> _StatementReading:
+    """A statement's negation, read once however many candidates it is checked against."""
+    toks = tokens(_findings_as_words(statement))
+    marks = _polarity_marks(toks, speech=False)
+    said: Polarity = {}
+    for tok, mark in zip(toks, marks, strict=True):
+        if _content(tok) and mark in (True, False):
+            said.setdefault(stem(tok), set()).add(bool(mark))
+    return _StatementReading(
+        runs=tuple(_phrases(toks, marks)),
+        both_ways=frozenset(k for k, v in said.items() if len(v) > 1),
+        words={stem(t): t for t in toks if t.isalpha()},
+    )
+
+
+def _phrases(toks: list[str], marks: list[Mark]) -> list[Run]:
     """The statement's runs of content words said one way, split at lists, clauses and
     prepositions: "denies chest pain or shortness of breath with exercise" ->
     (False, [chest, pain]), (False, [dyspnea]), (False, [exercise])."""
-    runs: list[tuple[bool, list[str]]] = []
+    runs: list[Run] = []
     current: list[str] = []
     polarity: bool | None = None
-    for tok, mark in zip(toks, _polarity_marks(toks, speech=False), strict=True):
+    for tok, mark in zip(toks, marks, strict=True):
         if tok in _RUN_BREAKS or mark not in (True, False):
             if current and polarity is not None:
-                runs.append((polarity, current))
+                runs.append((polarity, tuple(current)))
             current, polarity = [], None
             continue
         if not _content(tok):
             continue
         key = stem(tok)
         if polarity is not None and mark != polarity:
-            runs.append((polarity, current))
+            runs.append((polarity, tuple(current)))
             current = []
         polarity = bool(mark)
         if key not in _IGNORED_KEYS and key not in _GENERIC:
             current.append(tok)
     if current and polarity is not None:
-        runs.append((polarity, current))
+        runs.append((polarity, tuple(current)))
     return runs
 
 
 def _phrase_conflict(
-    toks: list[str], evidence: Polarity, source_sentences: Sequence[str]
+    runs: Sequence[Run], evidence: Polarity, source_sentences: Sequence[str]
 ) -> FactCheck | None:
     """A phrase the statement says one way that a source sentence says only the other way
     ("has not been watching his diet" against "i've been watching my diet"), when neither the
     evidence nor any source sentence says it the statement's way."""
     per_sentence = _source_sentence_polarity(tuple(source_sentences))
-    for said, words in _phrases(toks):
+    for said, words in runs:
         pair = [stem(w) for w in words[:2]]
         if len(pair) < 2 or all(said in evidence.get(k, ()) for k in pair):
             continue
@@ -1026,42 +1057,33 @@ def _phrase_conflict(
 def _compare_negation(
     statement: str, evidence_sentences: Sequence[str], source_sentences: Sequence[str] = ()
 ) -> FactCheck:
-    toks = tokens(_findings_as_words(statement))
-    words = {stem(t): t for t in toks if t.isalpha()}
+    reading = _read_statement(statement)
     evid = _evidence_polarity(evidence_sentences)
     findings = load_lexicon().findings
-    both_ways = {k for k, v in _polarity(toks, speech=False)[0].items() if len(v) > 1}
-    items: list[tuple[str, set[bool]]] = []
-    for polarity, run in _phrases(toks):
-        keys = [stem(w) for w in run if stem(w) not in both_ways]
+    for polarity, run in reading.runs:
+        keys = [stem(w) for w in run if stem(w) not in reading.both_ways]
         # a phrase the evidence says the statement's way by one of its words is not
         # contradicted by another ("denies blood transfusions" against "any blood
         # transfusions ?" "no , i tried to give blood once")
-        if not any(evid.get(k) == {polarity} for k in keys):
-            items += [(k, {polarity}) for k in keys]
-    for key, said in items:
-        seen = evid.get(key)
-        if not seen and key in findings and source_sentences:
-            # a symptom the matched text does not mention: how the rest of the source
-            # speaks of it ("any fever ?" "no" earlier in the visit) decides
-            seen = _source_polarity(tuple(source_sentences)).get(key)
-        if not seen or len(seen) > 1:
-            continue  # absent, or said both ways: undecided
-        if said != seen:
-            word = words.get(key, key)
-            if True in said:
-                return FactCheck(
-                    "conflict",
-                    f"negation differs: the statement asserts {word!r}, the evidence negates it",
-                    key,
-                )
+        if any(evid.get(k) == {polarity} for k in keys):
+            continue
+        for key in keys:
+            seen = evid.get(key)
+            if not seen and key in findings and source_sentences:
+                # a symptom the matched text does not mention: how the rest of the source
+                # speaks of it ("any fever ?" "no" earlier in the visit) decides
+                seen = _source_polarity(tuple(source_sentences)).get(key)
+            if seen != {not polarity}:
+                continue  # absent, said both ways, or said the statement's way
+            word = reading.words.get(key, key)
+            how = ("asserts", "negates") if polarity else ("negates", "asserts")
             return FactCheck(
                 "conflict",
-                f"negation differs: the statement negates {word!r}, the evidence asserts it",
+                f"negation differs: the statement {how[0]} {word!r}, the evidence {how[1]} it",
                 key,
             )
     if source_sentences:
-        return _phrase_conflict(toks, evid, source_sentences) or AGREE
+        return _phrase_conflict(reading.runs, evid, source_sentences) or AGREE
     return AGREE
 
 
