@@ -51,6 +51,7 @@ class Lexicon:
     condition_synonyms: dict[str, tuple[str, ...]]
     drug_brands: dict[str, str]
     findings: frozenset[str]  # symptoms and findings a clinician asks about (by stem)
+    exam_signs: frozenset[str]  # signs an examiner names as such ("rales", "gallops")
 
 
 @lru_cache(maxsize=1)
@@ -69,6 +70,7 @@ def load_lexicon() -> Lexicon:
         condition_synonyms={k: tuple(v) for k, v in synonyms.items()},
         drug_brands=dict(raw["drug_brands"]),
         findings=frozenset(stem(w) for w in raw["findings"] if " " not in w),
+        exam_signs=frozenset(stem(w) for w in raw["exam_signs"]),
     )
 
 
@@ -300,6 +302,25 @@ def _words_to_number(phrase: str) -> int | None:
     return total + current if seen else None
 
 
+def _spoken_numbers(phrase: str) -> str:
+    """Digits for a run of number words; two units in a row are two numbers ("like four
+    five" is 4 and 5, not 9), as in a spoken range or list."""
+    groups: list[list[str]] = []
+    for word in re.split(r"[\s-]+", phrase):
+        low = word.lower()
+        if groups and low in _ONES and groups[-1][-1].lower() in _ONES:
+            groups.append([word])
+        elif groups:
+            groups[-1].append(word)
+        else:
+            groups.append([word])
+    out = []
+    for group in groups:
+        value = _words_to_number(" ".join(group))
+        out.append(str(value) if value is not None else " ".join(group))
+    return " ".join(out)
+
+
 _ORDINALS = {
     "first": "one",
     "second": "two",
@@ -314,7 +335,7 @@ _ORDINALS = {
 _ORDINAL_RE = re.compile(
     r"\b(first|second|third|fifth|eighth|ninth|twelfth|twentieth|thirtieth|"
     r"(?:thir|four|fif|six|seven|eigh|nine)teenth|fourth|sixth|"
-    r"seventh|tenth|eleventh)\b(?!\s+(?:of|time|opinion|thing)\b)",
+    r"seventh|tenth|eleventh)\b(?!\s+(?:of|opinion|thing)\b)",
     re.I,
 )
 
@@ -353,10 +374,7 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
         # "and" joins one number only after hundred or thousand ("one hundred and five");
         # elsewhere it joins two ("eleven and twenty four" is 11 and 24)
         parts = re.split(r"(?<!hundred)(?<!thousand)[\s-]+and[\s-]+", m.group(0), flags=re.I)
-        values = [_words_to_number(part) for part in parts]
-        return " and ".join(
-            str(v) if v is not None else part for v, part in zip(values, parts, strict=True)
-        )
+        return " and ".join(_spoken_numbers(part) for part in parts)
 
     text = _WORD_RUN_RE.sub(repl, text)
 
@@ -550,6 +568,10 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
             continue
         if "/" in q.value and all(part in values for part in q.value.split("/")):
             continue
+        if q.value.endswith("/10") and any(
+            h.unit is None and h.value == q.value.split("/")[0] for h in have
+        ):
+            continue  # a pain score "3/10" against "my pain is a three"
         # a rival is another value of the same unit said of the same thing ("metformin
         # 1000 mg" against "metformin 500 mg"), not any number in the evidence
         rivals = [
@@ -782,6 +804,8 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
             asking = False
         if scope > 0 and cue >= 0 and toks[cue] == "without" and tok in _PREPOSITIONS:
             scope = 0  # "without contrast of your abdomen"
+        if speech and scope > 0 and tok == "some" and any(map(_content, toks[cue + 1 : i])):
+            scope = 0  # "no fever some chills": "some" starts what is said
         if scope > 0 and (tok in {",", "or", "nor"} or (tok == "and" and prev == ",")):
             scope = max(scope, _LIST_ITEM)
             continue
@@ -880,18 +904,34 @@ def _reply(sentence: str) -> bool | None:
     return None
 
 
+_QUESTION_RUN = 6  # questions in a row that one reply may answer
+
+
+def _short_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?") and len(sentence.split()) <= 16
+
+
 def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
     """Polarity of the terms of sentence ``i``; a question answered "no" negates what it
     asked, answered "yes" asserts it, and is otherwise undecided. Wh-questions ("how far are
     you running") presuppose what they ask about."""
     sentence = sentences[i]
     toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", sentence)))
-    reply = _reply(sentences[i + 1]) if i + 1 < len(sentences) else None
+    j = i + 1
+    if sentence.rstrip().endswith("?"):
+        # a run of questions answered at once: "chest pain ?" "shortness of breath ?" "no"
+        while j < min(len(sentences) - 1, i + _QUESTION_RUN) and _short_question(sentences[j]):
+            j += 1
+    reply = _reply(sentences[j]) if j < len(sentences) else None
     pol, asked = _polarity(toks)
+    words = [t for t in toks if t.isalpha()]
+    if asked and words[-1] in _NO_WORDS and not sentence.rstrip().endswith("?"):
+        # answered within the line: "any nausea vomiting or diarrhea ... like that no"
+        return {key: {False} for key in asked} | {k: v for k, v in pol.items() if k not in asked}
     if reply is not None:
         # what the reply names itself, it says itself ("did any of your children have
         # problems ?" "i do not have siblings , and my children are healthy")
-        own = {stem(t) for t in tokens(_findings_as_words(sentences[i + 1])) if _content(t)}
+        own = {stem(t) for t in tokens(_findings_as_words(sentences[j])) if _content(t)}
         asked -= own
         pol = {k: v for k, v in pol.items() if k not in own}
     out: Polarity = {}
@@ -960,10 +1000,27 @@ _GENERIC = frozenset(
     for w in """
     history significant other any problems problem issues issue symptoms symptom patient
     notes states reports feel feels feeling having complains complaints current currently
-    doing done taking take taken getting get going seem seemed really
+    doing done taking take taken getting get going seem seemed really question questions
     """.split()
 )
 
+
+_PLAN_CUES = frozenset(
+    """
+    will would should recommend recommended recommends encouraged encourage discussed
+    instructed counseled educated plan planned importance referral refer referred prescribe
+    prescribed
+    """.split()
+)
+
+# Words that make a negated phrase deny only the qualified thing ("no new lesions").
+_QUALIFIERS = frozenset(
+    stem(w)
+    for w in """
+    extra abnormal new acute focal additional further significant obvious gross apparent
+    concerning specific unusual excessive
+    """.split()
+)
 
 _RUN_BREAKS = frozenset(
     ", or and nor . ; : of to in on at for from into with after before during since when".split()
@@ -989,6 +1046,16 @@ def _read_statement(statement: str) -> _StatementReading:
     for tok, mark in zip(toks, marks, strict=True):
         if _content(tok) and mark in (True, False):
             said.setdefault(stem(tok), set()).add(bool(mark))
+    planned = False
+    for i, tok in enumerate(toks):
+        if tok in _SCOPE_END:
+            planned = False
+        elif tok in _PLAN_CUES:
+            planned = True
+        elif planned and marks[i] is True:
+            # a plan or advice asserts nothing yet: "she will check her blood sugar daily"
+            # is not contradicted by "i haven't been checking my blood sugars"
+            marks[i] = "if"
     return _StatementReading(
         runs=tuple(_phrases(toks, marks)),
         both_ways=frozenset(k for k, v in said.items() if len(v) > 1),
@@ -1067,6 +1134,9 @@ def _compare_negation(
         # transfusions ?" "no , i tried to give blood once")
         if any(evid.get(k) == {polarity} for k in keys):
             continue
+        if not polarity and keys and keys[0] in _QUALIFIERS and True not in evid.get(keys[0], ()):
+            # "no extra heart sounds" denies the extra, not the heart sounds
+            continue
         for key in keys:
             seen = evid.get(key)
             if not seen and key in findings and source_sentences:
@@ -1083,8 +1153,29 @@ def _compare_negation(
                 key,
             )
     if source_sentences:
-        return _phrase_conflict(reading.runs, evid, source_sentences) or AGREE
+        conflict = _phrase_conflict(reading.runs, evid, source_sentences)
+        if conflict is not None:
+            return conflict
+        said = _source_stems(tuple(source_sentences)) | _source_stems(tuple(evidence_sentences))
+        signs = load_lexicon().exam_signs
+        for polarity, run in reading.runs:
+            for word in run:
+                if polarity and stem(word) in signs and stem(word) not in said:
+                    # a sign found that the source never names ("wheezes , rales , or
+                    # rhonchi" where the exam only says "lungs are clear"); a sign absent
+                    # often goes unsaid, so only a positive one is held to this
+                    return FactCheck("missing", f"sign {word!r} not mentioned in the source")
     return AGREE
+
+
+@lru_cache(maxsize=256)
+def _source_stems(sentences: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(
+        stem(t)
+        for sentence in sentences
+        for t in tokens(_findings_as_words(sentence))
+        if t.isalpha()
+    )
 
 
 def mentions(sentences: Sequence[str], terms: set[str]) -> bool:

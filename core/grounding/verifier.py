@@ -155,7 +155,7 @@ class _SourceIndex:
         k = next((i for i, s in enumerate(sentences) if s.start <= start < s.end), -1)
         if k >= 0 and sentences[k].text.rstrip().endswith("?"):
             return [s.text for s in sentences[k : k + 2]]
-        return [self.lead_in(chunk, start, end)]
+        return [self.lead_in(chunk, start, end, words=3)]
 
     def sentence_span(self, chunk: int, start: int, end: int) -> _Unit:
         """The sentences of ``chunk`` overlapping ``[start, end)`` as a unit."""
@@ -606,6 +606,11 @@ def _tighten(unit: _Unit, norm_statement: str) -> _Unit:
         return unit
     a = mapping[align.dest_start]
     b = mapping[min(align.dest_end, len(mapping)) - 1] + 1
+    text = unit.text
+    while a > 0 and text[a - 1].isalnum():  # whole words: "ular venous" is "jugular venous"
+        a -= 1
+    while b < len(text) and text[b].isalnum():
+        b += 1
     return _Unit(unit.chunk, unit.first, unit.last, unit.start + a, unit.start + b, unit.text[a:b])
 
 

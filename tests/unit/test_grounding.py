@@ -298,6 +298,18 @@ def test_spoken_decimals_ordinals_and_a_week() -> None:
     assert compare_facts("Dose of 105 mg.", ["one hundred and five milligrams"]).status == "agree"
 
 
+def test_spoken_ranges_and_bare_pain_scores() -> None:
+    # two units in a row are two numbers, not their sum
+    said = ["really since i was like four five"]
+    assert compare_facts("Playing since she was 4 or 5 years old.", said).status == "agree"
+    assert compare_facts("Playing since she was 9 years old.", said).status != "agree"
+    assert compare_facts("Seen a 2nd time.", ["we tried a second time"]).status == "agree"
+    # a pain score out of ten against the bare number said of the pain
+    assert compare_facts("Pain is 3/10.", ["my pain is a three"]).status == "agree"
+    assert compare_facts("Pain is 5/10.", ["my pain is a three"]).status != "agree"
+    assert compare_facts("2 out of 3 were normal.", ["two were normal"]).status != "agree"
+
+
 def test_scores_years_and_what_is_not_a_quantity() -> None:
     assert [(q.value, q.unit) for q in quantities("pain 4/10, BP 132/84")] == [
         ("4/10", "score"),
@@ -454,6 +466,43 @@ def test_negation_scope(statement: str, evidence: list[str], status: str) -> Non
     assert compare_facts(statement, evidence).status == status
 
 
+@pytest.mark.parametrize(
+    ("statement", "evidence", "status"),
+    [
+        # a plan or advice asserts nothing yet
+        ("She will check her blood sugar daily.", ["i have n't been checking my sugars"], "agree"),
+        ("I encouraged him to avoid alcohol.", ["no alcohol at all"], "agree"),
+        # but a plan said in the negative is still read
+        ("I advised no heavy lifting.", ["you can do heavy lifting"], "conflict"),
+        # "no extra heart sounds" denies the extra, not the heart sounds
+        ("No extra heart sounds.", ["your heart sounds good"], "agree"),
+        ("No new lesions.", ["there is a new lesion on your back"], "conflict"),
+        # "some" starts what is said after a denial in speech
+        ("Reports chills.", ["no fever some chills and i ca n't eat"], "agree"),
+        ("Reports fever.", ["no fever some chills and i ca n't eat"], "conflict"),
+        # a question answered within its own line
+        (
+            "Denies nausea or vomiting.",
+            ["any nausea vomiting or anything like that no", "yeah i'm feeling tired"],
+            "agree",
+        ),
+        # a run of questions answered at once
+        (
+            "Reports shortness of breath.",
+            ["chest pain ?", "shortness of breath ?", "no"],
+            "conflict",
+        ),
+        ("Denies chest pain.", ["chest pain ?", "shortness of breath ?", "no"], "agree"),
+        # "all questions were answered" is not "do you have any questions ?" "no"
+        ("All questions were answered.", ["do you have any questions ?", "no"], "agree"),
+    ],
+)
+def test_plans_qualifiers_and_question_runs(
+    statement: str, evidence: list[str], status: str
+) -> None:
+    assert compare_facts(statement, evidence).status == status
+
+
 def test_a_symptom_denied_elsewhere_in_the_visit_is_not_grounded(
     verifier: GroundingVerifier,
 ) -> None:
@@ -505,6 +554,33 @@ def test_verbatim_match_reads_negation_from_the_word_before(verifier: GroundingV
     assert verifier.verify("Regular rate and rhythm.", src).statements[0].status == "grounded"
     assert verifier.verify("No masses on the right.", src).statements[0].status == "grounded"
     assert verifier.verify("Masses on the right.", src).statements[0].status == "contradicted"
+
+
+def test_a_sign_found_must_be_named_in_the_source() -> None:
+    exam = ["your lungs are clear", "your heart sounds good"]
+    check = compare_facts("Wheezes, rales, or rhonchi.", exam[:1], exam)
+    assert (check.status, check.reason) == ("missing", "sign 'wheezes' not mentioned in the source")
+    # a sign absent often goes unsaid ("lungs are clear")
+    assert compare_facts("No wheezes, rales, or rhonchi.", exam[:1], exam).status == "agree"
+    assert compare_facts("Rales at both bases.", ["i hear rales at both bases"], exam).status == (
+        "agree"
+    )
+
+
+def test_fuzzy_match_covers_whole_words(verifier: GroundingVerifier) -> None:
+    exam = (
+        "your abdomen is soft with no hepatosplenomegaly and there is no jugular venous distention"
+    )
+    src = [SourceChunk("exam", exam, "transcript")]
+    result = verifier.verify("Abdomen is soft with hepatosplenomegaly.", src).statements[0]
+    assert result.status == "contradicted"
+    assert result.supporting_evidence is not None
+    assert result.supporting_evidence.split()[-1] == "hepatosplenomegaly"
+    assert (
+        verifier.verify("Abdomen is soft with no hepatosplenomegaly.", src)
+        .statements[0]
+        .is_grounded
+    )
 
 
 def test_both_and_a_plural_is_bilateral() -> None:
