@@ -471,7 +471,11 @@ _MONTHS = {
 _MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _NUMERIC_DATE_RE = re.compile(r"\b(\d{1,2})([/-])(\d{1,2})\2(\d{2}|\d{4})\b|\b(\d{1,2})/(\d{4})\b")
 _WORD_DATE_RE = re.compile(
-    rf"\b({_MONTH_NAMES})\.?\s+(?:(\d{{1,2}})(?!\d)\s*,?\s*)?(\d{{4}})?\b", re.I
+    rf"\b({_MONTH_NAMES})\.?(?:\s+(?:(\d{{1,2}})(?!\d)\s*,?\s*)?(?:of\s+)?(\d{{4}})?)?\b", re.I
+)
+# A month named alone is a date after one of these ("in march", "end of june").
+_MONTH_LEAD_RE = re.compile(
+    r"\b(?:in|since|of|early|late|mid|last|until|through|and|or|from|by)\s*$", re.I
 )
 
 Date = tuple[int, int | None, int | None]  # month, day, year
@@ -494,10 +498,14 @@ def dates(text: str) -> list[Date]:
                 found.append((month, day, _year(m.group(4))))
         elif 1 <= int(m.group(5)) <= 12:
             found.append((int(m.group(5)), None, _year(m.group(6))))
-    for m in _WORD_DATE_RE.finditer(_digits(text)):
+    spoken = _digits(text)
+    for m in _WORD_DATE_RE.finditer(spoken):
         said_day, said_year = m.group(2), m.group(3)
-        if said_day or said_year:  # a bare "may" is the verb
-            month = _MONTHS[m.group(1).lower()]
+        name = m.group(1).lower()
+        # a month alone is a date after "in", "since", ... but a bare "may" is the verb
+        alone = name not in {"may", "mar"} and _MONTH_LEAD_RE.search(spoken, 0, m.start())
+        if said_day or said_year or alone:
+            month = _MONTHS[name]
             found.append((month, int(said_day) if said_day else None, _year(said_year)))
     return found
 
@@ -649,6 +657,18 @@ _ASK_PAIRS = frozenset(
     }
 )
 _ASK_ALWAYS = frozenset({("how", "about"), ("what", "about")})
+# Verbs that "any" follows in a statement ("i have not had any pain").
+_VERBS_BEFORE_ANY = frozenset(
+    """
+    have has had get got take took taken see saw seen notice feel felt experience find found
+    need want use make made give gave hear heard show shows showed appreciate appreciated
+    """.split()
+)
+# An auxiliary opening a sentence before one of these asks: "does the pain radiate".
+_AUXILIARIES = frozenset("do does did is are was were has have can could".split())
+_ASKED_SUBJECTS = frozenset(
+    "the your this that it he she they anyone anybody any anything his her".split()
+)
 _ASK_VERBS = frozenset(a for a, _ in _ASK_PAIRS)  # "do" in "do you": the asker's own "you"
 # What may stand before "do you" when it asks ("okay so do you ..."), unlike "we have you on".
 _OPENERS = frozenset(
@@ -686,7 +706,8 @@ _FINDING_PHRASES = tuple(
     for pattern, word in (
         (r"\bshort(?:ness)? of breath\b|\bsob\b|\bbreathless(?:ness)?\b", "dyspnea"),
         (
-            r"\b(?:pain|burning|discomfort) (?:with|when|on) (?:urination|urinating|peeing)\b",
+            r"\b(?:pain|burning|discomfort) (?:with|when|on|while) (?:you |i |he |she )?"
+            r"(?:urination|urinating|urinate|peeing|pee)\b",
             "dysuria",
         ),
         (r"\bpainful urination\b", "dysuria"),
@@ -742,6 +763,16 @@ def _asks_here(toks: list[str], i: int, wh: bool) -> bool:
     after = toks[i + 2] if i + 2 < len(toks) else ""
     if (tok, nxt) in _ASK_ALWAYS:
         return True
+    if tok in _AUXILIARIES and nxt in _ASKED_SUBJECTS and (not prev or prev in _OPENERS):
+        return True  # "so does the pain radiate", "are anyone in your family ..."
+    if (
+        tok == "any"
+        and _content(prev)
+        and prev not in _VERBS_BEFORE_ANY
+        and not prev.endswith(("ed", "ing"))
+        and _content(nxt)
+    ):
+        return True  # run-on speech: "let's talk about some other symptoms any joint pain"
     if tok in _ASKS or (tok, nxt) in _ASK_PAIRS:
         at_start = not prev or prev in _OPENERS
         if tok in _ASKS:
@@ -1023,7 +1054,8 @@ _QUALIFIERS = frozenset(
 )
 
 _RUN_BREAKS = frozenset(
-    ", or and nor . ; : of to in on at for from into with after before during since when".split()
+    ", or and nor . ; : of to in on at for from into with after before during since when while"
+    " because but although though whereas which until unless".split()
 )
 
 

@@ -340,6 +340,12 @@ def test_dates_are_compared_written_or_spoken() -> None:
     assert (check.status, check.reason) == ("conflict", "date differs: 12/24/2020 vs 11/24/2020")
     assert compare_facts("Seen on 10/2019.", ["no date was said here"]).status == "missing"
     assert compare_facts("You may need a refill.", said).status == "agree"  # "may" is no month
+    # a month said alone bears out the month of a written date; another month does not
+    spoken = ["her lisinopril was increased in march", "a mammogram in april of 2022"]
+    assert compare_facts("Lisinopril increased in 03/2021.", spoken).status == "agree"
+    assert compare_facts("Mammogram due in 04/2022.", spoken).status == "agree"
+    assert compare_facts("Mammogram due in 04/2023.", spoken).status == "conflict"
+    assert compare_facts("Lisinopril increased in 05/2021.", spoken[:1]).status == "conflict"
 
 
 @pytest.mark.parametrize(
@@ -495,6 +501,17 @@ def test_negation_scope(statement: str, evidence: list[str], status: str) -> Non
         ("Denies chest pain.", ["chest pain ?", "shortness of breath ?", "no"], "agree"),
         # "all questions were answered" is not "do you have any questions ?" "no"
         ("All questions were answered.", ["do you have any questions ?", "no"], "agree"),
+        # run-on speech asks without a question mark
+        ("Denies radiating pain.", ["okay so does the pain radiate frequently", "no"], "agree"),
+        ("Denies fever.", ["let's talk about other symptoms any joint pain fever", "no"], "agree"),
+        ("Denies fever.", ["i have not had any fever"], "agree"),
+        # a clause of its own: "while" ends the phrase
+        (
+            "Reports chest pain while doing exercises.",
+            ["and no chest pain while you were doing exercises ?", "no"],
+            "conflict",
+        ),
+        ("Reports dysuria.", ["and no burning when you urinate ?", "no"], "conflict"),
     ],
 )
 def test_plans_qualifiers_and_question_runs(
