@@ -357,6 +357,16 @@ _COUPLE_RE = re.compile(r"\ba couple (?:of )?", re.I)
 _SPOKEN_DECIMAL_RE = re.compile(r"\b(\d+)\s+point\s+(\d+)\b|(?<![\d.])\bpoint\s+(\d+)\b", re.I)
 
 
+# Adjacent spine levels run together in speech: "c56" is C5-6.
+_SPINE_LEVEL_RE = re.compile(r"\b([ctl])([1-7])([2-8])\b", re.I)
+
+
+def _spine_level(m: re.Match[str]) -> str:
+    if int(m.group(3)) != int(m.group(2)) + 1:
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}-{m.group(3)}"
+
+
 def _digits(text: str, *, ordinals: bool = True) -> str:
     """Spelled-out numbers replaced by digits ("forty five" -> "45", "seven point one" ->
     "7.1", "twenty eighteen" -> "2018", "a week" -> "1 week", and with ``ordinals``
@@ -364,6 +374,7 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     A statement's "the first report" is not a quantity, so statements are read without
     ``ordinals``; evidence is read with them."""
     text = _HALF_RE.sub("0.5", text)
+    text = _SPINE_LEVEL_RE.sub(_spine_level, text)
     if ordinals:
         text = _ORDINAL_RE.sub(lambda m: _ordinal(m.group(1)), text)
         text = _COUPLE_RE.sub("2 ", text)
@@ -1032,6 +1043,7 @@ _GENERIC = frozenset(
     history significant other any problems problem issues issue symptoms symptom patient
     notes states reports feel feels feeling having complains complaints current currently
     doing done taking take taken getting get going seem seemed really question questions
+    evidence sign signs
     """.split()
 )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -64,6 +65,36 @@ class _Unit:
     text: str
 
 
+_PIECE_WORDS = 40  # a run-on sentence is read in pieces of about this many words
+_WORD_RE = re.compile(r"\S+")
+# Where speech starts a new thought: a run-on sentence is cut before these if it can be.
+_BREAK_WORDS = frozenset("okay ok alright so now and [doctor] [patient]".split())
+
+
+def _pieces(text: str, sentence: Span) -> list[Span]:
+    """A run-on sentence (a transcript turn without punctuation) cut into pieces of about
+    ``_PIECE_WORDS`` words, before a word that starts a new thought where one is near, so that
+    what is said late in a long turn is still embedded (the model reads 256 tokens)."""
+    words = list(_WORD_RE.finditer(sentence.text))
+    if len(words) <= 3 * _PIECE_WORDS // 2:
+        return [sentence]
+    out: list[Span] = []
+    begin = 0
+    while len(words) - begin > 3 * _PIECE_WORDS // 2:
+        cut = begin + _PIECE_WORDS
+        for k in range(cut, cut - _PIECE_WORDS // 2, -1):  # look back for a new thought
+            if words[k].group(0).lower() in _BREAK_WORDS:
+                cut = k
+                break
+        a = sentence.start + words[begin].start()
+        b = sentence.start + words[cut - 1].end()
+        out.append(Span(text[a:b], a, b))
+        begin = cut
+    a, b = sentence.start + words[begin].start(), sentence.end
+    out.append(Span(text[a:b], a, b))
+    return out
+
+
 class _SourceIndex:
     """Sentences and overlapping windows of all chunks, normalised once."""
 
@@ -73,7 +104,7 @@ class _SourceIndex:
         self.units: list[_Unit] = []
         self.norm: list[tuple[str, list[int]]] = []
         for ci, chunk in enumerate(self.sources):
-            sentences = split_sentences(chunk.text)
+            sentences = [p for s in split_sentences(chunk.text) for p in _pieces(chunk.text, s)]
             self.sentences.append(sentences)
             self.norm.append(_normalized(chunk.text))
             for size in range(1, window + 1):

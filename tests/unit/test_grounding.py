@@ -308,6 +308,10 @@ def test_spoken_ranges_and_bare_pain_scores() -> None:
     assert compare_facts("Pain is 3/10.", ["my pain is a three"]).status == "agree"
     assert compare_facts("Pain is 5/10.", ["my pain is a three"]).status != "agree"
     assert compare_facts("2 out of 3 were normal.", ["two were normal"]).status != "agree"
+    # adjacent spine levels run together in speech
+    said = ["significant disc degeneration at c56 and c67"]
+    assert compare_facts("Disc degeneration at C5-6 and C6-7.", said).status == "agree"
+    assert compare_facts("Disc degeneration at C5-8.", said).status != "agree"
 
 
 def test_scores_years_and_what_is_not_a_quantity() -> None:
@@ -598,6 +602,47 @@ def test_fuzzy_match_covers_whole_words(verifier: GroundingVerifier) -> None:
         .statements[0]
         .is_grounded
     )
+
+
+FILLER = (
+    "so we talked about your knee and the walking you have been doing around the block with "
+    "your wife every evening after dinner and how the weather has been keeping you inside "
+)
+
+
+def test_a_run_on_turn_is_read_in_pieces() -> None:
+    from core.grounding.verifier import _PIECE_WORDS, _pieces
+    from core.text import split_sentences
+
+    turn = FILLER * 4 + "okay now on exam your capillary refill is brisk " + FILLER * 3
+    (sentence,) = split_sentences(turn)
+    pieces = _pieces(turn, sentence)
+    assert len(pieces) > 2
+    assert all(turn[p.start : p.end] == p.text for p in pieces)
+    assert " ".join(p.text for p in pieces).split() == turn.split()  # nothing lost
+    assert all(len(p.text.split()) <= 3 * _PIECE_WORDS // 2 for p in pieces)
+    # each cut falls before a word that starts a new thought ("so", "and", "okay")
+    assert all(p.text.split()[0] in {"so", "and", "okay", "now"} for p in pieces[1:])
+    short = split_sentences("your capillary refill is brisk .")[0]
+    assert _pieces("your capillary refill is brisk .", short) == [short]
+
+
+def test_what_is_said_late_in_a_long_turn_is_found() -> None:
+    turn = (
+        "[doctor] "
+        + FILLER * 6
+        + "okay and your capillary refill is brisk in both feet "
+        + FILLER * 4
+    )
+    v = GroundingVerifier(embedder=FakeEmbedder(), transcript_threshold=0.35)  # type: ignore[arg-type]
+    result = v.verify(
+        "Brisk capillary refill, both feet.", [SourceChunk("visit", turn, "transcript")]
+    )
+    s = result.statements[0]
+    assert s.is_grounded, s.reason
+    assert s.supporting_evidence is not None
+    assert "capillary refill is brisk" in s.supporting_evidence
+    assert len(s.supporting_evidence.split()) < 3 * 40
 
 
 def test_both_and_a_plural_is_bilateral() -> None:
