@@ -698,7 +698,7 @@ _WH_NEXT = frozenset(
 _ASKED_PARTICIPLES = frozenset(
     """
     ever been had noticed tried taken seen done experienced felt gotten received used lost
-    gained any
+    gained any thought considered heard injured hurt
     """.split()
 )
 # A condition supposes what it says: "if his symptoms do not improve , ...".
@@ -738,7 +738,15 @@ _FINDING_PHRASES = tuple(
 )
 
 
+# Words that introduce a term without saying anything of it: "no evidence of what we call
+# hydronephrosis" (else "we" would start a new clause and end the denial).
+_NAMING_RE = re.compile(
+    r"\bwhat (?:we|they|you|i) (?:call|called)\b|\bwhat(?:'s| is) called\b", re.I
+)
+
+
 def _findings_as_words(text: str) -> str:
+    text = _NAMING_RE.sub(" ", text)
     for pattern, word in _FINDING_PHRASES:
         text = pattern.sub(word, text)
     return text
@@ -827,6 +835,7 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
             or (tok == "," and nxt in _COMMA_CLAUSE)
             or (tok == "other" and nxt == "than")
             or (tok == "and" and nxt in _NEW_PHRASE)
+            or (tok in {"and", "or"} and nxt in {"your", "my"})
         ):
             scope, asking, supposing = 0, False, False
             continue
@@ -1020,7 +1029,7 @@ _IGNORED_KEYS = frozenset(
     for w in """
     left right bilateral time times day days week weeks month months year years today since
     about also than previous past last next ago once twice able couple few several long
-    recent recently
+    recent recently lower upper
     """.split()
 )
 
