@@ -1116,6 +1116,11 @@ def _read_statement(statement: str) -> _StatementReading:
     )
 
 
+def statement_terms(statement: str) -> frozenset[str]:
+    """The stems of the words a statement says something of (its runs' words)."""
+    return frozenset(stem(w) for _, run in _read_statement(statement).runs for w in run)
+
+
 def _phrases(toks: list[str], marks: list[Mark]) -> list[Run]:
     """The statement's runs of content words said one way, split at lists, clauses and
     prepositions: "denies chest pain or shortness of breath with exercise" ->
@@ -1231,12 +1236,13 @@ def _source_stems(sentences: tuple[str, ...]) -> frozenset[str]:
     )
 
 
-def mentions(sentences: Sequence[str], terms: set[str]) -> bool:
-    """Whether the sentences speak of every stem in ``terms`` (in either polarity)."""
+def mentions(sentences: Sequence[str], terms: Iterable[str], *, every: bool = True) -> bool:
+    """Whether the sentences speak of every stem in ``terms`` (with ``every=False``: of
+    any), in either polarity."""
     said: set[str] = set()
     for sentence in sentences:
         said.update(stem(t) for t in tokens(_findings_as_words(sentence)) if t.isalpha())
-    return terms <= said
+    return set(terms) <= said if every else not said.isdisjoint(terms)
 
 
 # --- laterality --------------------------------------------------------------------------

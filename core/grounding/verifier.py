@@ -24,7 +24,7 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from core.checks import OK, CheckStatus, failed, skipped, unavailable
-from core.grounding.facts import DATA_DIR, FactCheck, compare_facts, mentions
+from core.grounding.facts import DATA_DIR, FactCheck, compare_facts, mentions, statement_terms
 from core.grounding.inference import Judgement, llm_judge, nli_judge
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
 from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
@@ -479,6 +479,14 @@ class GroundingVerifier:
                 disputed.add(check.term)
             if check.status == "agree" and disputed and not mentions(context, disputed):
                 continue  # silent on what a closer match contradicted: no support
+            if check.status == "agree" and not mentions(
+                context, statement_terms(statement), every=False
+            ):
+                # it agrees only by saying nothing of what the statement names: a farther
+                # match that says it the other way decides
+                rival = self._conflict_after(statement, sims, order, k, index)
+                if rival is not None:
+                    return rival, None
             if check.status == "agree":
                 confidence = 0.5 + 0.5 * (sim - thr) / max(1e-6, 1.0 - thr)
                 return _Decision("grounded", "semantic_match", confidence, unit, None, sim), None
@@ -491,6 +499,28 @@ class GroundingVerifier:
         confidence = 0.5 + 0.5 * (thr - top) / max(1e-6, thr)
         reason = f"no source text similar enough (best cosine {top:.2f} < {thr:.2f})"
         return None, _Decision("unsupported", "unsupported", confidence, unit, reason, top)
+
+    def _conflict_after(
+        self, statement: str, sims: np.ndarray, order: np.ndarray, k: int, index: _SourceIndex
+    ) -> _Decision | None:
+        """The first candidate after ``k`` (in ``order``) that says a term of the statement
+        the other way (a negation conflict: numbers and sides differ too often between the
+        many things a visit speaks of)."""
+        after = list(order)[list(order).index(k) + 1 :]
+        for j in after:
+            sim = float(sims[j])
+            unit = index.units[int(j)]
+            if sim < self._threshold(index, unit):
+                continue
+            check = compare_facts(
+                statement,
+                index.context(unit),
+                index.source_sentences(unit.chunk),
+                focus=index.focus(unit),
+            )
+            if check.status == "conflict" and check.term:
+                return _from_facts(check, "semantic_match", unit, sim)
+        return None
 
     def _threshold(self, index: _SourceIndex, unit: _Unit) -> float:
         if index.sources[unit.chunk].type == "transcript":

@@ -569,6 +569,19 @@ def test_a_closer_contradiction_is_not_outvoted_by_a_silent_match() -> None:
     assert v.verify("He hurt the knee playing soccer.", src).statements[0].is_grounded
 
 
+def test_a_match_silent_on_the_statement_does_not_outvote_a_contradiction() -> None:
+    dialogue = (
+        "[patient] it does , it does .\n[doctor] okay .\n[patient] my knee .\n"
+        "[doctor] right .\n[patient] the cream .\n[patient] but it is not helping at all ."
+    )
+    src = [SourceChunk("visit", dialogue, "transcript")]
+    v = GroundingVerifier(embedder=FakeEmbedder(), transcript_threshold=0.2)  # type: ignore[arg-type]
+    result = v.verify("It does help.", src).statements[0]
+    assert result.status == "contradicted"
+    assert result.supporting_evidence == "but it is not helping at all ."
+    assert v.verify("It does not help.", src).statements[0].is_grounded
+
+
 def test_verbatim_match_reads_negation_from_the_word_before(verifier: GroundingVerifier) -> None:
     exam = "on exam there is no tenderness and no masses on the right and regular rate and rhythm"
     src = [SourceChunk("exam", exam, "transcript")]
