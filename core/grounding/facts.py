@@ -51,7 +51,9 @@ class Lexicon:
     condition_synonyms: dict[str, tuple[str, ...]]
     drug_brands: dict[str, str]
     findings: frozenset[str]  # symptoms and findings a clinician asks about (by stem)
-    exam_signs: frozenset[str]  # signs an examiner names as such ("rales", "gallops")
+    # signs that have no lay name, so an examiner who found one names it ("rales", "gallops");
+    # not "masses" ("a lump") nor "hepatomegaly" ("your liver is enlarged")
+    exam_signs: frozenset[str]
 
 
 @lru_cache(maxsize=1)

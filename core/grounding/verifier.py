@@ -1,7 +1,8 @@
 """The answer grounding verifier: every statement of an answer checked against its sources.
 
 Tiers, in order: exact (normalised substring) -> fuzzy (rapidfuzz) -> semantic (MiniLM cosine
-against source sentences and overlapping sentence windows) -> inference (NLI cross-encoder
+against source sentences and overlapping sentence windows; a run-on transcript turn is read in
+pieces of about 40 words) -> inference (NLI cross-encoder
 and/or LLM judge, when given) -> unsupported. A fuzzy or semantic match is accepted only when
 the statement's specifics (numbers, doses, vital signs, negation, laterality, named drugs and
 conditions) agree with the evidence around it; otherwise the statement is ``contradicted``
@@ -465,16 +466,14 @@ class GroundingVerifier:
         top = float(sims[order[0]])
         first_bad: _Decision | None = None
         disputed: set[str] = set()  # terms a closer candidate said the other way
-        for k in order:
+        for pos, k in enumerate(order):
             sim = float(sims[k])
             unit = index.units[int(k)]
             thr = self._threshold(index, unit)
             if sim < thr:
                 continue
             context = index.context(unit)
-            check = compare_facts(
-                statement, context, index.source_sentences(unit.chunk), focus=index.focus(unit)
-            )
+            check = _check_unit(statement, unit, index)
             if check.term:
                 disputed.add(check.term)
             if check.status == "agree" and disputed and not mentions(context, disputed):
@@ -484,7 +483,7 @@ class GroundingVerifier:
             ):
                 # it agrees only by saying nothing of what the statement names: a farther
                 # match that says it the other way decides
-                rival = self._conflict_after(statement, sims, order, k, index)
+                rival = self._conflict_among(statement, sims, order[pos + 1 :], index)
                 if rival is not None:
                     return rival, None
             if check.status == "agree":
@@ -500,24 +499,18 @@ class GroundingVerifier:
         reason = f"no source text similar enough (best cosine {top:.2f} < {thr:.2f})"
         return None, _Decision("unsupported", "unsupported", confidence, unit, reason, top)
 
-    def _conflict_after(
-        self, statement: str, sims: np.ndarray, order: np.ndarray, k: int, index: _SourceIndex
+    def _conflict_among(
+        self, statement: str, sims: np.ndarray, candidates: np.ndarray, index: _SourceIndex
     ) -> _Decision | None:
-        """The first candidate after ``k`` (in ``order``) that says a term of the statement
-        the other way (a negation conflict: numbers and sides differ too often between the
-        many things a visit speaks of)."""
-        after = list(order)[list(order).index(k) + 1 :]
-        for j in after:
-            sim = float(sims[j])
-            unit = index.units[int(j)]
+        """The first of ``candidates`` (above the threshold) that says a term of the
+        statement the other way: a negation conflict only, as numbers and sides differ too
+        often between the many things a visit speaks of."""
+        for k in candidates:
+            sim = float(sims[k])
+            unit = index.units[int(k)]
             if sim < self._threshold(index, unit):
                 continue
-            check = compare_facts(
-                statement,
-                index.context(unit),
-                index.source_sentences(unit.chunk),
-                focus=index.focus(unit),
-            )
+            check = _check_unit(statement, unit, index)
             if check.status == "conflict" and check.term:
                 return _from_facts(check, "semantic_match", unit, sim)
         return None
@@ -655,6 +648,13 @@ def _check_sources(sources: Sequence[SourceChunk]) -> None:
         if chunk.id in seen:
             raise ValueError(f"sources[{i}].id: duplicate source id")
         seen.add(chunk.id)
+
+
+def _check_unit(statement: str, unit: _Unit, index: _SourceIndex) -> FactCheck:
+    """The statement's specifics against a semantic candidate and the text around it."""
+    return compare_facts(
+        statement, index.context(unit), index.source_sentences(unit.chunk), focus=index.focus(unit)
+    )
 
 
 def _tighten(unit: _Unit, norm_statement: str) -> _Unit:
