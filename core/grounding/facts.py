@@ -268,6 +268,8 @@ _NUMBER_RE = re.compile(
 _DATE_RE = re.compile(r"\b\d{1,2}([/-])\d{1,2}\1\d{2,4}\b|\b\d{1,2}/\d{4}\b")
 # "four out of ten" is the score "4/10".
 _OUT_OF_RE = re.compile(r"\b(\d+)\s+out\s+of\s+(\d+)\b", re.I)
+# "one and a half" is 1.5 (read as "one point five" below).
+_AND_A_HALF_RE = re.compile(rf"\b({_WORD_NUMBER}|\d+) and a half\b", re.I)
 _HALF_RE = re.compile(r"\b(?:a|one) half\b|\bhalf (?:a|an)\b", re.I)
 
 
@@ -375,6 +377,7 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     "second" -> "2" and "a couple of" -> "2"), so that written and spoken forms compare.
     A statement's "the first report" is not a quantity, so statements are read without
     ``ordinals``; evidence is read with them."""
+    text = _AND_A_HALF_RE.sub(lambda m: f"{m.group(1)} point 5", text)
     text = _HALF_RE.sub("0.5", text)
     text = _SPINE_LEVEL_RE.sub(_spine_level, text)
     if ordinals:

@@ -292,6 +292,9 @@ def test_spoken_decimals_ordinals_and_a_week() -> None:
         == "agree"
     )
     assert compare_facts("A1c was 7.1.", ["your a1c was seven point one"]).status == "agree"
+    half = ["almost one and a half plus pitting edema"]
+    assert compare_facts("1.5+ pitting edema.", half).status == "agree"
+    assert compare_facts("2+ pitting edema.", half).status != "agree"
     # "and" joins one number only after hundred or thousand
     both = ["doses on the eleventh and twenty fourth"]
     assert compare_facts("Doses on the 11th and 24th.", both).status == "agree"
