@@ -712,6 +712,7 @@ _CONDITIONS = frozenset({"if", "unless", "whether"})
 _NEW_PHRASE = frozenset("some the a an her his their there is was has had".split())
 _PREPOSITIONS = frozenset("of to in on at for from into".split())
 _LIST_ITEM = 3  # content words a list item may have before the scope needs renewing
+_HESITATIONS = frozenset("um uh hmm hmmm mm oh well".split())
 _FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then", "well", "oh"})
 _SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
 
@@ -867,7 +868,7 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
             continue
         if (
             tok in _NO_WORDS
-            and (not prev or prev in _NO_WORDS or prev == ",")
+            and (not prev or prev in _NO_WORDS or prev == "," or prev in _HESITATIONS)
             and (not nxt or nxt in _CLAUSE_STARTS)
         ):
             continue  # an answer particle: "no , i think ..." negates nothing that follows
@@ -963,6 +964,17 @@ def _reply(sentence: str) -> bool | None:
 _QUESTION_RUN = 6  # questions in a row that one reply may answer
 
 
+def _named_in_reply(reply: str, listed: set[str]) -> set[str]:
+    """The listed stems a short, plain reply names (none when it negates anything)."""
+    toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", reply)))
+    if any(t in _NEG_CUES or t == "?" for t in toks):
+        return set()
+    content = {stem(t) for t in toks if _content(t)}
+    if len(content) > 6:
+        return set()
+    return content & listed
+
+
 def _short_question(sentence: str) -> bool:
     return sentence.rstrip().endswith("?") and len(sentence.split()) <= 16
 
@@ -984,6 +996,13 @@ def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
     if asked and words[-1] in _NO_WORDS and not sentence.rstrip().endswith("?"):
         # answered within the line: "any nausea vomiting or diarrhea ... like that no"
         return {key: {False} for key in asked} | {k: v for k, v in pol.items() if k not in asked}
+    if reply is None and j < len(sentences) and sentence.rstrip().endswith("?"):
+        # a list question answered by naming some of it: "any chest pain , shortness of
+        # breath , or belly pain ?" "shortness of breath ." denies the rest
+        named = _named_in_reply(sentences[j], asked)
+        if named:
+            rest = {k: v for k, v in pol.items() if k not in asked}
+            return {key: {key in named} for key in asked} | rest
     if reply is not None:
         # what the reply names itself, it says itself ("did any of your children have
         # problems ?" "i do not have siblings , and my children are healthy")

@@ -519,6 +519,19 @@ def test_negation_scope(statement: str, evidence: list[str], status: str) -> Non
             "conflict",
         ),
         ("Reports dysuria.", ["and no burning when you urinate ?", "no"], "conflict"),
+        # a list question answered by naming part of it denies the rest
+        (
+            "Reports chest pain.",
+            ["any chest pain , shortness of breath , or belly pain ?", "shortness of breath ."],
+            "conflict",
+        ),
+        (
+            "Reports shortness of breath.",
+            ["any chest pain , shortness of breath , or belly pain ?", "shortness of breath ."],
+            "agree",
+        ),
+        # "hmm no , i had diarrhea last week": the "no" answers, it does not deny the diarrhea
+        ("Had diarrhea last week.", ["hmmm no i had diarrhea last week"], "agree"),
     ],
 )
 def test_plans_qualifiers_and_question_runs(
