@@ -944,10 +944,21 @@ def _polarity(toks: list[str]) -> tuple[Polarity, set[str]]:
     return said, asked
 
 
+# A reply that opens with a plain no and a stop: "no . let me ...", "not really , ...".
+_NO_FIRST_RE = re.compile(
+    r"\s*(?:(?:um|uh|well|oh)\s*,?\s*)?(?:no|nope|nah|never|not really|not at all|not in a while)"
+    r"\s*[.,!]",
+    re.I,
+)
+
+
 def _reply(sentence: str) -> bool | None:
     """A short reply's yes (True) or no (False); None when neither, or when the reply goes
     on to say more (a "no" before a new clause often answers something else)."""
-    toks = tokens(_SPEAKER_RE.sub("", sentence))
+    text = _SPEAKER_RE.sub("", sentence)
+    if _NO_FIRST_RE.match(text):
+        return False  # "no . let me pull my notes out ...": the answer comes first
+    toks = tokens(text)
     words = [t for t in toks[:6] if t.isalpha() and t not in _FILLERS]
     if words and words[0] in _NO_WORDS and len(words) > 1 and words[1] in _NO_WORDS | {"i"}:
         return False  # "no no i have never had ...", "no i actually tried ..."

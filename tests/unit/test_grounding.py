@@ -530,6 +530,12 @@ def test_negation_scope(statement: str, evidence: list[str], status: str) -> Non
             ["any chest pain , shortness of breath , or belly pain ?", "shortness of breath ."],
             "agree",
         ),
+        # a reply that opens with a plain "no" and a stop answers, however long it goes on
+        (
+            "He has had a vasectomy.",
+            ["and did you have a vasectomy ?", "no . let me pull my notes out and make sure"],
+            "conflict",
+        ),
         # "hmm no , i had diarrhea last week": the "no" answers, it does not deny the diarrhea
         ("Had diarrhea last week.", ["hmmm no i had diarrhea last week"], "agree"),
     ],
