@@ -152,7 +152,9 @@ def _split_segment(text: str, start: int, end: int) -> list[tuple[int, int]]:
     for m in _BOUNDARY_RE.finditer(segment):
         cut = start + m.end()
         punct = m.group().strip()
-        if punct.startswith("."):
+        # a stop set off by a space ("no . let me ...", as speech transcripts write it)
+        # ends a sentence: it is never an abbreviation's
+        if punct.startswith(".") and not m.group().startswith(" ."):
             word = _prev_word(text, start + m.start())
             nxt = text[cut:end].lstrip()
             next_lower = bool(nxt) and (nxt[0].islower() or nxt[0].isdigit())
@@ -161,8 +163,8 @@ def _split_segment(text: str, start: int, end: int) -> list[tuple[int, int]]:
                     continue
             if word in _ABBREVIATIONS and (word not in _SOFT_ABBREVIATIONS or next_lower):
                 continue
-            if m.group().startswith(" ."):
-                cut = start + m.start() + 2
+        if punct.startswith(".") and m.group().startswith(" ."):
+            cut = start + m.start() + 2
         pieces.append((cursor, cut))
         cursor = cut
     pieces.append((cursor, end))

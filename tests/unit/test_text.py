@@ -52,6 +52,13 @@ def test_speaker_tags_split_turns() -> None:
     assert texts(split_sentences(dialogue)) == ["any fever ?", "no .", "okay ."]
 
 
+def test_a_stop_set_off_by_a_space_ends_a_sentence() -> None:
+    # transcripts write "no . let me ..."; "No." would otherwise read as an abbreviation
+    said = "[patient] no . let me pull my notes out ."
+    assert [s.text for s in split_sentences(said)] == ["no .", "let me pull my notes out ."]
+    assert [s.text for s in split_sentences("No. 5 was given.")] == ["No. 5 was given."]
+
+
 def test_sentence_ends_before_a_unit_at_the_end() -> None:
     assert texts(split_sentences("He takes 500 mg. He is well.")) == [
         "He takes 500 mg.",
