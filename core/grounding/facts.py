@@ -673,11 +673,12 @@ _ASK_PAIRS = frozenset(
     }
 )
 _ASK_ALWAYS = frozenset({("how", "about"), ("what", "about")})
-# Verbs that "any" follows in a statement ("i have not had any pain").
+# Verbs that "any" (or an object's "your", "my") follows: "i have not had any pain".
 _VERBS_BEFORE_ANY = frozenset(
     """
     have has had get got take took taken see saw seen notice feel felt experience find found
     need want use make made give gave hear heard show shows showed appreciate appreciated
+    check watch eat move lift bend raise put touch wear hurt
     """.split()
 )
 # An auxiliary opening a sentence before one of these asks: "does the pain radiate".
@@ -712,6 +713,8 @@ _CONDITIONS = frozenset({"if", "unless", "whether"})
 _NEW_PHRASE = frozenset("some the a an her his their there is was has had".split())
 _PREPOSITIONS = frozenset("of to in on at for from into".split())
 _LIST_ITEM = 3  # content words a list item may have before the scope needs renewing
+_COPULAS = frozenset("is are was were".split())
+_FINE = frozenset("intact normal fine clear good okay present positive symmetric regular".split())
 _HESITATIONS = frozenset("um uh hmm hmmm mm oh well".split())
 _FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then", "well", "oh"})
 _SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
@@ -863,6 +866,27 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
             scope = 0  # "without contrast of your abdomen"
         if speech and scope > 0 and tok == "some" and any(map(_content, toks[cue + 1 : i])):
             scope = 0  # "no fever some chills": "some" starts what is said
+        if (
+            speech
+            and scope > 0
+            and tok in {"your", "my"}
+            and _content(prev)
+            and prev not in _VERBS_BEFORE_ANY
+            and not prev.endswith(("ing", "ed"))
+        ):
+            scope = 0  # "you don't have any fever your blood pressure is fine"
+        if (
+            speech
+            and scope > 0
+            and tok in _COPULAS
+            and nxt in _FINE
+            and _content(prev)
+            and any(map(_content, toks[cue + 1 : i - 1]))
+        ):
+            # run-on speech: "there is no pronator drift sensation is intact": the word
+            # before "is intact" starts a clause of its own
+            marks[i - 1] = True
+            scope = 0
         if scope > 0 and (tok in {",", "or", "nor"} or (tok == "and" and prev == ",")):
             scope = max(scope, _LIST_ITEM)
             continue

@@ -536,6 +536,16 @@ def test_negation_scope(statement: str, evidence: list[str], status: str) -> Non
             ["and did you have a vasectomy ?", "no . let me pull my notes out and make sure"],
             "conflict",
         ),
+        # run-on speech: a new phrase ("your blood pressure ...", "sensation is intact")
+        # ends a denial
+        (
+            "Blood pressure is normal.",
+            ["you do n't have any fever your blood pressure is fine"],
+            "agree",
+        ),
+        ("Denies fever.", ["you do n't have any fever your blood pressure is fine"], "agree"),
+        ("Sensation is intact.", ["there is no pronator drift sensation is intact"], "agree"),
+        ("No pronator drift.", ["there is no pronator drift sensation is intact"], "agree"),
         # "hmm no , i had diarrhea last week": the "no" answers, it does not deny the diarrhea
         ("Had diarrhea last week.", ["hmmm no i had diarrhea last week"], "agree"),
     ],
