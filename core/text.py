@@ -154,7 +154,10 @@ def _split_segment(text: str, start: int, end: int) -> list[tuple[int, int]]:
         punct = m.group().strip()
         # a stop set off by a space ("no . let me ...", as speech transcripts write it)
         # ends a sentence: it is never an abbreviation's
-        if punct.startswith(".") and not m.group().startswith(" ."):
+        spaced_stop = m.group().startswith(" .")
+        if spaced_stop:
+            cut = start + m.start() + 2
+        elif punct.startswith("."):
             word = _prev_word(text, start + m.start())
             nxt = text[cut:end].lstrip()
             next_lower = bool(nxt) and (nxt[0].islower() or nxt[0].isdigit())
@@ -163,8 +166,6 @@ def _split_segment(text: str, start: int, end: int) -> list[tuple[int, int]]:
                     continue
             if word in _ABBREVIATIONS and (word not in _SOFT_ABBREVIATIONS or next_lower):
                 continue
-        if punct.startswith(".") and m.group().startswith(" ."):
-            cut = start + m.start() + 2
         pieces.append((cursor, cut))
         cursor = cut
     pieces.append((cursor, end))

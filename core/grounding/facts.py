@@ -714,7 +714,8 @@ _NEW_PHRASE = frozenset("some the a an her his their there is was has had".split
 _PREPOSITIONS = frozenset("of to in on at for from into".split())
 _LIST_ITEM = 3  # content words a list item may have before the scope needs renewing
 _COPULAS = frozenset("is are was were".split())
-_FINE = frozenset("intact normal fine clear good okay present positive symmetric regular".split())
+# "is intact", "are normal": an affirmer after a copula starts a clause of its own.
+_FINE = _AFFIRMERS | frozenset("normal fine clear good okay symmetric regular".split())
 _HESITATIONS = frozenset("um uh hmm hmmm mm oh well".split())
 _FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then", "well", "oh"})
 _SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
@@ -970,8 +971,8 @@ def _polarity(toks: list[str]) -> tuple[Polarity, set[str]]:
 
 # A reply that opens with a plain no and a stop: "no . let me ...", "not really , ...".
 _NO_FIRST_RE = re.compile(
-    r"\s*(?:(?:um|uh|well|oh)\s*,?\s*)?(?:no|nope|nah|never|not really|not at all|not in a while)"
-    r"\s*[.,!]",
+    rf"\s*(?:(?:{'|'.join(sorted(_HESITATIONS))})\s*,?\s*)?"
+    r"(?:no|nope|nah|never|not really|not at all|not in a while)\s*[.,!]",
     re.I,
 )
 
@@ -1010,8 +1011,12 @@ def _named_in_reply(reply: str, listed: set[str]) -> set[str]:
     return content & listed
 
 
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?")
+
+
 def _short_question(sentence: str) -> bool:
-    return sentence.rstrip().endswith("?") and len(sentence.split()) <= 16
+    return _is_question(sentence) and len(sentence.split()) <= 16
 
 
 def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
@@ -1020,18 +1025,19 @@ def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
     you running") presuppose what they ask about."""
     sentence = sentences[i]
     toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", sentence)))
+    question = _is_question(sentence)
     j = i + 1
-    if sentence.rstrip().endswith("?"):
+    if question:
         # a run of questions answered at once: "chest pain ?" "shortness of breath ?" "no"
         while j < min(len(sentences) - 1, i + _QUESTION_RUN) and _short_question(sentences[j]):
             j += 1
     reply = _reply(sentences[j]) if j < len(sentences) else None
     pol, asked = _polarity(toks)
     words = [t for t in toks if t.isalpha()]
-    if asked and words[-1] in _NO_WORDS and not sentence.rstrip().endswith("?"):
+    if asked and words[-1] in _NO_WORDS and not question:
         # answered within the line: "any nausea vomiting or diarrhea ... like that no"
         return {key: {False} for key in asked} | {k: v for k, v in pol.items() if k not in asked}
-    if reply is None and j < len(sentences) and sentence.rstrip().endswith("?"):
+    if reply is None and j < len(sentences) and question:
         # a list question answered by naming some of it: "any chest pain , shortness of
         # breath , or belly pain ?" "shortness of breath ." denies the rest
         named = _named_in_reply(sentences[j], asked)
@@ -1046,7 +1052,7 @@ def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
         pol = {k: v for k, v in pol.items() if k not in own}
     out: Polarity = {}
     if (
-        sentence.rstrip().endswith("?")
+        question
         and any(t.isalpha() and t not in _FILLERS for t in toks)
         and not any(_wh_question(toks, k) for k in range(len(toks)))
     ):
@@ -1077,11 +1083,6 @@ def _union(polarities: Iterable[Polarity]) -> Polarity:
     return out
 
 
-def _evidence_polarity(sentences: Sequence[str]) -> Polarity:
-    """Polarity of the terms of all ``sentences`` (see ``_sentence_polarity``)."""
-    return _union(_sentence_polarity(sentences, i) for i in range(len(sentences)))
-
-
 # Laterality has its own check; words of time and sequence say nothing of negation.
 _IGNORED_KEYS = frozenset(
     stem(w)
@@ -1093,14 +1094,15 @@ _IGNORED_KEYS = frozenset(
 )
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def _source_sentence_polarity(sentences: tuple[str, ...]) -> tuple[Polarity, ...]:
     return tuple(_sentence_polarity(sentences, i) for i in range(len(sentences)))
 
 
-@lru_cache(maxsize=256)
-def _source_polarity(sentences: tuple[str, ...]) -> Polarity:
-    """The whole source's polarity: the union of its sentences' (cached above)."""
+@lru_cache(maxsize=1024)
+def _text_polarity(sentences: tuple[str, ...]) -> Polarity:
+    """The polarity of all ``sentences`` (a whole source, or a candidate's evidence): the
+    union of their sentences' (see ``_sentence_polarity``; cached, so read-only)."""
     return _union(_source_sentence_polarity(sentences))
 
 
@@ -1242,7 +1244,7 @@ def _compare_negation(
     statement: str, evidence_sentences: Sequence[str], source_sentences: Sequence[str] = ()
 ) -> FactCheck:
     reading = _read_statement(statement)
-    evid = _evidence_polarity(evidence_sentences)
+    evid = _text_polarity(tuple(evidence_sentences))
     findings = load_lexicon().findings
     for polarity, run in reading.runs:
         keys = [stem(w) for w in run if stem(w) not in reading.both_ways]
@@ -1259,7 +1261,7 @@ def _compare_negation(
             if not seen and key in findings and source_sentences:
                 # a symptom the matched text does not mention: how the rest of the source
                 # speaks of it ("any fever ?" "no" earlier in the visit) decides
-                seen = _source_polarity(tuple(source_sentences)).get(key)
+                seen = _text_polarity(tuple(source_sentences)).get(key)
             if seen != {not polarity}:
                 continue  # absent, said both ways, or said the statement's way
             word = reading.words.get(key, key)
@@ -1285,8 +1287,9 @@ def _compare_negation(
     return AGREE
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def _source_stems(sentences: tuple[str, ...]) -> frozenset[str]:
+    """The stems of every word of ``sentences`` (cached: a source, or a candidate's context)."""
     return frozenset(
         stem(t)
         for sentence in sentences
@@ -1298,10 +1301,8 @@ def _source_stems(sentences: tuple[str, ...]) -> frozenset[str]:
 def mentions(sentences: Sequence[str], terms: Iterable[str], *, every: bool = True) -> bool:
     """Whether the sentences speak of every stem in ``terms`` (with ``every=False``: of
     any), in either polarity."""
-    said: set[str] = set()
-    for sentence in sentences:
-        said.update(stem(t) for t in tokens(_findings_as_words(sentence)) if t.isalpha())
-    return set(terms) <= said if every else not said.isdisjoint(terms)
+    said = _source_stems(tuple(sentences))
+    return said.issuperset(terms) if every else not said.isdisjoint(terms)
 
 
 # --- laterality --------------------------------------------------------------------------

@@ -69,7 +69,7 @@ class _Unit:
 _PIECE_WORDS = 40  # a run-on sentence is read in pieces of about this many words
 _WORD_RE = re.compile(r"\S+")
 # Where speech starts a new thought: a run-on sentence is cut before these if it can be.
-_BREAK_WORDS = frozenset("okay ok alright so now and [doctor] [patient]".split())
+_BREAK_WORDS = frozenset("okay ok alright so now and".split())
 
 
 def _pieces(text: str, sentence: Span) -> list[Span]:
@@ -167,7 +167,7 @@ class _SourceIndex:
         sentences = self.sentences[unit.chunk]
         return [s.text for s in sentences[unit.first : unit.last + 2]]
 
-    def lead_in(self, chunk: int, start: int, end: int, words: int = 1) -> str:
+    def lead_in(self, chunk: int, start: int, end: int, words: int = 3) -> str:
         """The matched text ``[start, end)`` with up to ``words`` word(s) before it in its
         sentence: what decides the negation of a verbatim match ("no masses" vs "masses")."""
         text = self.sources[chunk].text
@@ -187,7 +187,7 @@ class _SourceIndex:
         k = next((i for i, s in enumerate(sentences) if s.start <= start < s.end), -1)
         if k >= 0 and sentences[k].text.rstrip().endswith("?"):
             return [s.text for s in sentences[k : k + 2]]
-        return [self.lead_in(chunk, start, end, words=3)]
+        return [self.lead_in(chunk, start, end)]
 
     def sentence_span(self, chunk: int, start: int, end: int) -> _Unit:
         """The sentences of ``chunk`` overlapping ``[start, end)`` as a unit."""
