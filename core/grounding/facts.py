@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -86,8 +87,10 @@ def tokens(text: str) -> list[str]:
     out: list[str] = []
     for tok in _TOKEN_RE.findall(text.replace("\u2019", "'")):
         low = tok.lower()
-        if low.endswith("n't"):
-            out.extend([low[:-3] or "not", "not"])
+        if low == "n't":  # spoken text spaces it off: "do n't"
+            out.append("not")
+        elif low.endswith("n't"):
+            out.extend([low[:-3], "not"])
         elif low in {"can't", "cannot", "won't"}:
             out.extend(["can", "not"])
         else:
@@ -536,7 +539,28 @@ def _show_date(d: Date) -> str:
     return "/".join(str(x) for x in d if x is not None)
 
 
+def _impossible_dates(text: str) -> list[str]:
+    """Written dates no calendar has ("01/40/2020", "15/2019") or from a year no visit
+    speaks of ("10/4040")."""
+    latest = date.today().year + 10
+    bad = []
+    for m in _NUMERIC_DATE_RE.finditer(text):
+        if m.group(1):
+            month, day, year = int(m.group(1)), int(m.group(3)), _year(m.group(4))
+        else:
+            month, day, year = int(m.group(5)), 1, _year(m.group(6))
+        if (
+            not (1 <= month <= 12 and 1 <= day <= 31)
+            or year is None
+            or not (1900 <= year <= latest)
+        ):
+            bad.append(m.group())
+    return bad
+
+
 def _compare_dates(statement: str, evidence: str, source: str) -> FactCheck:
+    for written in _impossible_dates(statement):
+        return FactCheck("missing", f"date {written} is not a possible date")
     wanted = dates(statement)
     if not wanted:
         return AGREE
@@ -576,7 +600,72 @@ def _related_sentences(statement: str, sentences: Sequence[str]) -> str:
     return " ".join(s for s in sentences if len(wanted & _content_stems(s)) >= 2)
 
 
+# A range of values: "3 to 4 times a day", "6-to-8-week", "two or three months".
+_RANGE_RE = re.compile(
+    r"(?<![\w./])(\d+(?:\.\d+)?)\s*(?:-\s*to\s*-|to|or|-)\s*(\d+(?:\.\d+)?)(?![\w./])"
+    r"(?:\s*-?\s*([a-z]+))?",
+    re.I,
+)
+# A name with a number in it: "covid-19", "indole-3-carbinol", "b12" (vitamins).
+_NUMBERED_NAME_RE = re.compile(r"\b(?:([a-z]{3,})-(\d+)|([bd])-?(\d{1,2}))\b", re.I)
+
+
+def _ranges(text: str, *, ordinals: bool = True) -> list[tuple[str, str, str | None]]:
+    """(low, high, unit stem) of each range of values in ``text``."""
+    converted = _DATE_RE.sub(" ", _digits(text, ordinals=ordinals))
+    return [
+        (
+            _canonical(m.group(1)),
+            _canonical(m.group(2)),
+            stem(m.group(3).lower()) if m.group(3) else None,
+        )
+        for m in _RANGE_RE.finditer(converted)
+    ]
+
+
+def _compare_ranges(statement: str, evidence: str) -> FactCheck | None:
+    """A range that shares one end with a range of the evidence but not the other ("2 to 2
+    weeks" against "one to two weeks")."""
+    wanted = _ranges(statement, ordinals=False)
+    if not wanted:
+        return None
+    have = _ranges(evidence)
+    for low, high, unit in wanted:
+        rivals = [
+            (a, b)
+            for a, b, u in have
+            if (a == low) != (b == high) and (unit is None or u is None or u == unit)
+        ]
+        if rivals and not any(a == low and b == high for a, b, _ in have):
+            a, b = rivals[0]
+            return FactCheck("conflict", f"range differs: {low} to {high} vs {a} to {b}")
+    return None
+
+
+def _numbered_names(text: str) -> dict[str, str]:
+    """Numbered names by their letters: "covid-19" -> {"covid": "19"}."""
+    return {
+        (m.group(1) or m.group(3)).lower(): m.group(2) or m.group(4)
+        for m in _NUMBERED_NAME_RE.finditer(text)
+    }
+
+
+def _compare_numbered_names(statement: str, source: str) -> FactCheck | None:
+    """ "covid-20" where the source says "covid-19": a name whose number differs."""
+    said = _numbered_names(source)
+    for name, number in _numbered_names(statement).items():
+        if name in said and said[name] != number:
+            return FactCheck("conflict", f"name differs: {name}-{number} vs {name}-{said[name]}")
+    return None
+
+
 def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[str]) -> FactCheck:
+    named = _compare_numbered_names(statement, " ".join(source_sentences) or evidence)
+    if named is not None:
+        return named
+    ranged = _compare_ranges(statement, evidence)
+    if ranged is not None:
+        return ranged
     wanted = quantities(statement, ordinals=False)
     if not wanted:
         return AGREE
@@ -707,6 +796,8 @@ _ASKED_PARTICIPLES = frozenset(
     gained any thought considered heard injured hurt
     """.split()
 )
+# Verbs that pass a denial on to the clause they take: "i don't think i've had ...".
+_RAISING = frozenset("think say believe recall remember guess".split())
 # A condition supposes what it says: "if his symptoms do not improve , ...".
 _CONDITIONS = frozenset({"if", "unless", "whether"})
 # "and" before these starts a new phrase, which ends a negation's scope.
@@ -858,7 +949,17 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
         if tok in _CONDITIONS:
             scope, asking, supposing = 0, False, True
             continue
-        if tok in _SUBJECTS and scope < _SCOPE_MAX:  # not "denies that she ..."
+        if (
+            tok in _SUBJECTS
+            and scope < _SCOPE_MAX  # not "denies that she ..."
+            and not (
+                # "i don't think i've ever had heartburn": the denial moves to what is thought
+                0 <= cue < i - 1
+                and toks[cue] == "not"
+                and toks[cue + 1] in _RAISING
+                and all(t in {"that", "really"} for t in toks[cue + 2 : i])
+            )
+        ):
             scope = 0
         if tok in _SUBJECTS and asking and prev not in _ASK_VERBS | _RELATIVES:
             # "any ... when i'm ...", but not "anyone that you know has ..."
@@ -1271,6 +1372,9 @@ def _compare_negation(
                 f"negation differs: the statement {how[0]} {word!r}, the evidence {how[1]} it",
                 key,
             )
+    conflict = _predicate_conflict(statement, evidence_sentences)
+    if conflict is not None:
+        return conflict
     if source_sentences:
         conflict = _phrase_conflict(reading.runs, evid, source_sentences)
         if conflict is not None:
@@ -1285,6 +1389,60 @@ def _compare_negation(
                     # often goes unsaid, so only a positive one is held to this
                     return FactCheck("missing", f"sign {word!r} not mentioned in the source")
     return AGREE
+
+
+# A verb phrase's negation: "she has not been taking metformin" against "you have been
+# taking metformin" (what a negated verb denies is no term the runs can compare).
+_PREDICATE_AUX = frozenset("has have had is are was were does do did".split())
+_CONTRACTED_AUX = ("'s", "'ve", "'re", "'m")  # "it's been", "i've been", "i'm having"
+_VERB_NEG = frozenset({"not", "no", "never"})
+_BE_FORMS = frozenset({"been", "be", "being"})
+_SOFTENERS = frozenset("probably really just actually definitely still always ever".split())
+_NOT_PREDICATES = frozenset("a an the any some this that these those it there".split())
+
+
+def _predicates(toks: list[str], *, speech: bool) -> list[tuple[bool, str]]:
+    """(negated?, stem of the word the auxiliary governs) for each "has (not) been
+    taking", "is (not) able", "i've been taking" (``speech``: contracted forms and
+    softeners such as "it's been probably about" count too)."""
+    out: list[tuple[bool, str]] = []
+    n = len(toks)
+    for i, tok in enumerate(toks):
+        if tok not in _PREDICATE_AUX and not (speech and tok.endswith(_CONTRACTED_AUX)):
+            continue
+        j, negated = i + 1, False
+        if j < n and toks[j] in _VERB_NEG:
+            negated, j = True, j + 1
+        if j < n and toks[j] in _BE_FORMS:
+            j += 1
+        while speech and j < n and toks[j] in _SOFTENERS:
+            j += 1
+        if j < n and toks[j].isalpha() and toks[j] not in _NOT_PREDICATES:
+            if toks[j] not in _STOPWORDS or toks[j] == "about":
+                out.append((negated, stem(toks[j])))
+    return out
+
+
+def _predicate_conflict(statement: str, evidence_sentences: Sequence[str]) -> FactCheck | None:
+    """A verb phrase the statement negates that the evidence states plainly, or the other
+    way round, when the evidence never says it the statement's way (questions aside)."""
+    said = _predicates(tokens(statement), speech=False)
+    if not said:
+        return None
+    heard: dict[str, set[bool]] = {}
+    for sentence in evidence_sentences:
+        if _is_question(sentence):
+            continue
+        toks = tokens(_SPEAKER_RE.sub("", sentence))
+        for negated, key in _predicates(toks, speech=True):
+            heard.setdefault(key, set()).add(negated)
+    for negated, key in said:
+        if heard.get(key) == {not negated}:
+            how = ("negates", "asserts") if negated else ("asserts", "negates")
+            return FactCheck(
+                "conflict", f"negation differs: the statement {how[0]} a verb the evidence {how[1]}"
+            )
+    return None
 
 
 @lru_cache(maxsize=1024)
@@ -1478,9 +1636,28 @@ def _drug_found(drug: str, text_low: str) -> bool:
     return any(_fuzzy_in(n, text_low) for n in names)
 
 
+# An enlarged organ is said in plain words: "your thyroid's a bit enlarged" (thyromegaly).
+_ENLARGED_ORGANS = {
+    "thyromegaly": "thyroid",
+    "hepatomegaly": "liver",
+    "splenomegaly": "spleen",
+    "cardiomegaly": "heart",
+}
+_ENLARGED = r"(?:enlarged|large|larger|big|bigger|swollen)"
+
+
+def _enlarged_said(organ: str, text_low: str) -> bool:
+    near = (
+        rf"\b{organ}\b(?:\W+\w+){{0,5}}?\W+{_ENLARGED}\b|\b{_ENLARGED}\W+(?:\w+\W+){{0,2}}{organ}\b"
+    )
+    return re.search(near, text_low) is not None
+
+
 def _condition_found(condition: str, text_low: str) -> bool:
     lex = load_lexicon()
     names = {condition, *lex.condition_synonyms.get(condition, ())}
+    if condition in _ENLARGED_ORGANS and _enlarged_said(_ENLARGED_ORGANS[condition], text_low):
+        return True
     return any(_fuzzy_in(n, text_low) for n in names)
 
 

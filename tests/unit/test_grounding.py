@@ -317,6 +317,36 @@ def test_spoken_ranges_and_bare_pain_scores() -> None:
     assert compare_facts("Disc degeneration at C5-8.", said).status != "agree"
 
 
+def test_an_enlarged_organ_said_in_plain_words() -> None:
+    said = ["feeling your neck , i do feel like your thyroid's a bit enlarged here ."]
+    assert compare_facts("Mild thyromegaly noted.", said).status == "agree"
+    assert compare_facts("Mild hepatomegaly noted.", said).status == "missing"
+    assert compare_facts("Hepatomegaly.", ["your liver is a little large"]).status == "agree"
+    assert compare_facts("Mild thyromegaly noted.", ["your neck is fine"]).status == "missing"
+
+
+def test_ranges_numbered_names_and_impossible_dates() -> None:
+    said = ["i change the inserts every three or four months", "about six to eight weeks"]
+    assert compare_facts("Changes inserts every 3 to 4 months.", said).status == "agree"
+    assert compare_facts("A 6-to-8-week course.", said).status == "agree"
+    check = compare_facts("Changes inserts every 4 to 4 months.", said)
+    assert (check.status, check.reason) == ("conflict", "range differs: 4 to 4 vs 3 to 4")
+    assert compare_facts("A 6-to-5-week course.", said).status == "conflict"
+    # a range of another unit is another range
+    assert compare_facts("Every 2 to 4 days.", said).status != "conflict"
+    # a name with a number in it keeps its number
+    vaccinated = ["he is fully vaccinated against covid-19 and takes b12"]
+    assert compare_facts("Vaccinated against COVID-19.", vaccinated).status == "agree"
+    check = compare_facts("Vaccinated against COVID-20.", vaccinated)
+    assert (check.status, check.reason) == ("conflict", "name differs: covid-20 vs covid-19")
+    assert compare_facts("Takes B-13.", vaccinated).status == "conflict"
+    assert compare_facts("Takes B-12.", vaccinated).status == "agree"
+    # no calendar has these dates
+    for written in ("01/40/2020", "15/2019", "10/4040"):
+        check = compare_facts(f"Seen on {written}.", [f"seen on {written}"])
+        assert (check.status, check.reason) == ("missing", f"date {written} is not a possible date")
+
+
 def test_scores_years_and_what_is_not_a_quantity() -> None:
     assert [(q.value, q.unit) for q in quantities("pain 4/10, BP 132/84")] == [
         ("4/10", "score"),
@@ -539,6 +569,20 @@ def test_dates_are_compared_written_or_spoken() -> None:
         ("No pronator drift.", ["there is no pronator drift sensation is intact"], "agree"),
         # "hmm no , i had diarrhea last week": the "no" answers, it does not deny the diarrhea
         ("Had diarrhea last week.", ["hmmm no i had diarrhea last week"], "agree"),
+        # a negated verb against the same verb said plainly, or the other way round
+        (
+            "She has not been taking metformin 500 mg.",
+            ["the metformin that you have been taking five hundred milligrams"],
+            "conflict",
+        ),
+        ("It has not been about 6 months.", ["it's been probably about six months"], "conflict"),
+        ("He has been taking it.", ["i have n't been taking it"], "conflict"),
+        ("He has been taking it.", ["have you been taking it ?", "yes"], "agree"),
+        ("He has not been taking it.", ["i have n't been taking it"], "agree"),
+        # "i don't think ...": the denial passes to what is thought
+        ("Reports hearing a pop.", ["i would n't say i really heard a pop"], "conflict"),
+        ("Reports heartburn.", ["i do n't think i've ever had heartburn"], "conflict"),
+        ("Denies heartburn.", ["i do n't think i've ever had heartburn"], "agree"),
     ],
 )
 def test_negation_scope(statement: str, evidence: list[str], status: str) -> None:
