@@ -1,7 +1,8 @@
 """Retention: remove record text past the retention period, keep scores and verdicts.
 
-One transaction purges the text of every conversation older than the cutoff and writes the
-``purge`` audit event; if anything fails, nothing is purged and nothing is audited.
+One transaction purges the text of every conversation older than the cutoff, what the caches
+derived from text before it (embedding rows, cached LLM responses), and writes the ``purge``
+audit event; if anything fails, nothing is purged and nothing is audited.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ class PurgeResult:
     older_than_days: int
     dry_run: bool
     audit_event_id: int | None
+    # what the caches derived from record text before the cutoff: embedding rows deleted,
+    # LLM responses cleared
+    cached_embeddings: int = 0
+    cached_llm_responses: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe summary."""
@@ -41,6 +46,8 @@ class PurgeResult:
             "older_than_days": self.older_than_days,
             "dry_run": self.dry_run,
             "audit_event_id": self.audit_event_id,
+            "cached_embeddings": self.cached_embeddings,
+            "cached_llm_responses": self.cached_llm_responses,
         }
 
 
@@ -84,9 +91,12 @@ def purge_expired(
     cutoff = retention_cutoff(older_than_days, now=now)
     if dry_run:
         n = count_purgeable(engine=engine, cutoff=cutoff)
-        return PurgeResult(n, cutoff, older_than_days, True, None)
+        with read_session(engine) as session:
+            vectors, responses = repo.count_caches_before(session=session, cutoff=cutoff)
+        return PurgeResult(n, cutoff, older_than_days, True, None, vectors, responses)
     with write_session(engine) as session:
         purged = repo.purge_text_before(session=session, cutoff=cutoff)
+        vectors, responses = repo.purge_caches_before(session=session, cutoff=cutoff)
         event = repo.record_audit(
             session=session,
             actor=actor.strip(),
@@ -97,11 +107,20 @@ def purge_expired(
                 "older_than_days": older_than_days,
                 "cutoff": cutoff.isoformat(),
                 "purged": purged,
+                "cached_embeddings": vectors,
+                "cached_llm_responses": responses,
             },
         )
         event_id = int(event.id) if event.id is not None else None
-    log.info("purged text of %d conversations older than %d days", purged, older_than_days)
-    return PurgeResult(purged, cutoff, older_than_days, False, event_id)
+    log.info(
+        "purged text of %d conversations older than %d days (%d cached embeddings, "
+        "%d cached LLM responses)",
+        purged,
+        older_than_days,
+        vectors,
+        responses,
+    )
+    return PurgeResult(purged, cutoff, older_than_days, False, event_id, vectors, responses)
 
 
 __all__ = ["PurgeResult", "count_purgeable", "purge_expired", "retention_cutoff"]

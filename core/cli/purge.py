@@ -39,6 +39,8 @@ def purge(
 ) -> None:
     """Remove query, answer, source and statement text older than DAYS; keep scores and verdicts.
 
+    Embeddings and LLM responses cached before the cutoff go too: they derive from that text.
+
     Runs in one transaction with its audit event: all of it happens or none of it.
     """
     from core.retention import purge_expired
@@ -72,7 +74,8 @@ def purge(
         result.to_dict(),
         as_json=as_json,
         human=f"{verb} the text of {result.purged} conversation(s) older than {days} days "
-        f"(before {result.cutoff:%Y-%m-%d %H:%M} UTC)",
+        f"(before {result.cutoff:%Y-%m-%d %H:%M} UTC), {result.cached_embeddings} cached "
+        f"embedding(s) and {result.cached_llm_responses} cached LLM response(s)",
     )
 
 

@@ -867,6 +867,35 @@ def purge_text_before(*, session: Session, cutoff: datetime) -> int:
 # --------------------------------------------------------------------------- caches
 
 
+def _cache_conditions(cutoff: datetime) -> tuple[Any, Any]:
+    return (
+        EmbeddingCache.created_at < cutoff,  # type: ignore[operator]
+        (LLMCall.created_at < cutoff) & LLMCall.response_text.is_not(None),  # type: ignore[operator,union-attr]
+    )
+
+
+def count_caches_before(*, session: Session, cutoff: datetime) -> tuple[int, int]:
+    """Cached embeddings and cached LLM responses made before ``cutoff``."""
+    old_vectors, old_responses = _cache_conditions(cutoff)
+    vectors = session.execute(select(func.count()).select_from(EmbeddingCache).where(old_vectors))
+    responses = session.execute(select(func.count()).select_from(LLMCall).where(old_responses))
+    return int(vectors.scalar_one()), int(responses.scalar_one())
+
+
+def purge_caches_before(*, session: Session, cutoff: datetime) -> tuple[int, int]:
+    """Drop what the caches derived from record text before ``cutoff``: embedding rows (of
+    any model, the one in use or not) are deleted, LLM responses cleared (their token and
+    latency accounting stays; a cleared response is a cache miss). Returns both counts.
+    Runs inside the caller's transaction."""
+    vectors, responses = count_caches_before(session=session, cutoff=cutoff)
+    old_vectors, old_responses = _cache_conditions(cutoff)
+    session.execute(delete(EmbeddingCache).where(old_vectors))
+    session.execute(
+        LLMCall.__table__.update().where(old_responses).values(response_text=None)  # type: ignore[attr-defined]
+    )
+    return vectors, responses
+
+
 class DbEmbeddingStore:
     """Embeddings persisted by (model, content hash) so nothing is embedded twice."""
 
@@ -979,6 +1008,7 @@ __all__ = [
     "StoreOutcome",
     "TrendPoint",
     "conversation_id_for",
+    "count_caches_before",
     "count_conversations",
     "create_review",
     "date_bounds",
@@ -996,6 +1026,7 @@ __all__ = [
     "patient_contradictions",
     "patient_exists",
     "patient_history",
+    "purge_caches_before",
     "purge_text_before",
     "quality_trend",
     "recent_conversations",

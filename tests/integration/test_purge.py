@@ -220,3 +220,52 @@ def test_purge_cli(use_db: str, engine: Engine, monkeypatch: pytest.MonkeyPatch)
     res = runner.invoke(app, ["purge"])
     assert res.exit_code == 0
     assert "purged the text of 0 conversation(s)" in res.stdout
+
+
+def test_purge_drops_what_the_caches_derived_from_old_text(engine: Engine) -> None:
+    """Embeddings (of any model, the unused precision's included) and LLM responses cached
+    before the cutoff are derived from record text: the purge removes them with it."""
+    import numpy as np
+
+    from core.backends.llm import ChatResponse
+
+    vector = np.arange(4, dtype=np.float32)
+    store_ = repo.DbEmbeddingStore(engine)
+    store_.put_many("all-MiniLM-L6-v2", {"h-old": vector, "h-new": vector})
+    store_.put_many("all-MiniLM-L6-v2-bf16", {"h-old": vector})
+    cache = repo.DbLLMCache(engine, purpose="judge")
+    cache.put("k-old", ChatResponse(f"{SENTINEL} reply", "m", 10, 5, 12.0, False, "stop"))
+    cache.put("k-new", ChatResponse(f"{SENTINEL} reply", "m", 10, 5, 12.0, False, "stop"))
+    long_ago = NOW - timedelta(days=400)
+    with write_session(engine) as s:
+        s.execute(
+            m.EmbeddingCache.__table__.update()  # type: ignore[attr-defined]
+            .where(col(m.EmbeddingCache.content_hash) == "h-old")
+            .values(created_at=long_ago)
+        )
+        s.execute(
+            m.LLMCall.__table__.update()  # type: ignore[attr-defined]
+            .where(col(m.LLMCall.cache_key) == "k-old")
+            .values(created_at=long_ago)
+        )
+
+    dry = retention.purge_expired(engine=engine, older_than_days=365, actor="t", dry_run=True)
+    assert (dry.cached_embeddings, dry.cached_llm_responses) == (2, 1)
+    assert store_.get_many("all-MiniLM-L6-v2-bf16", ["h-old"])  # a dry run changes nothing
+
+    result = retention.purge_expired(engine=engine, older_than_days=365, actor="admin")
+    assert (result.cached_embeddings, result.cached_llm_responses) == (2, 1)
+    assert store_.get_many("all-MiniLM-L6-v2", ["h-old", "h-new"]).keys() == {"h-new"}
+    assert store_.get_many("all-MiniLM-L6-v2-bf16", ["h-old"]) == {}
+    assert cache.get("k-old") is None  # a cleared response is a cache miss
+    new = cache.get("k-new")
+    assert new is not None and new.text == f"{SENTINEL} reply"
+    with read_session(engine) as s:
+        calls = {c.cache_key: c for c in s.execute(select(m.LLMCall)).scalars()}
+        (event,) = repo.list_audit_events(session=s, action="purge")
+    assert calls["k-old"].response_text is None
+    assert calls["k-old"].prompt_tokens == 10  # the accounting stays
+    assert event.detail["cached_embeddings"] == 2
+    assert event.detail["cached_llm_responses"] == 1
+    again = retention.purge_expired(engine=engine, older_than_days=365, actor="admin")
+    assert (again.cached_embeddings, again.cached_llm_responses) == (0, 0)
