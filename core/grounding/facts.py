@@ -1112,6 +1112,14 @@ def _named_in_reply(reply: str, listed: set[str]) -> set[str]:
     return content & listed
 
 
+# A reply that denies whatever it has not named: "but everything else has been okay".
+_REST_DENIED_RE = re.compile(
+    r"\b(?:nothing else|(?:everything|all) else (?:(?:has|is|was|'s) )?(?:been )?"
+    r"(?:fine|okay|ok|good|normal|alright)|other than that ,? (?:no|nothing|fine|okay))\b",
+    re.I,
+)
+
+
 def _is_question(sentence: str) -> bool:
     return sentence.rstrip().endswith("?")
 
@@ -1142,6 +1150,13 @@ def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
         # a list question answered by naming some of it: "any chest pain , shortness of
         # breath , or belly pain ?" "shortness of breath ." denies the rest
         named = _named_in_reply(sentences[j], asked)
+        if not named and asked:
+            # "... sore throat , cough ?" "i've had a little nasal congestion ." "but
+            # everything else has been okay": what the reply names is had, the rest denied
+            replied = [t for t in sentences[j : j + 2] if not _is_question(t)]
+            if any(_REST_DENIED_RE.search(t) for t in replied):
+                heard = {stem(t) for r in replied for t in tokens(_findings_as_words(r))}
+                named = (asked & heard) or {""}
         if named:
             rest = {k: v for k, v in pol.items() if k not in asked}
             return {key: {key in named} for key in asked} | rest
@@ -1535,7 +1550,9 @@ def _word_of(text: str, key: str) -> str:
     return next((t for t in tokens(text) if stem(t) == key), key)
 
 
-def _compare_laterality(statement: str, evidence: str, source: str) -> FactCheck:
+def _compare_laterality(
+    statement: str, evidence: str, source: str, source_sentences: Sequence[str] = ()
+) -> FactCheck:
     wanted = _sides(statement)
     if not wanted:
         return AGREE
@@ -1562,7 +1579,46 @@ def _compare_laterality(statement: str, evidence: str, source: str) -> FactCheck
             continue  # often implied by a plural ("lungs are clear", "lower extremities")
         if side not in _sides(source):
             return FactCheck("missing", f"laterality {side} not found in the source")
-    return AGREE
+    return _source_side(statement, source_sentences or (source,)) or AGREE
+
+
+@lru_cache(maxsize=256)
+def _side_clauses(
+    sentences: tuple[str, ...],
+) -> tuple[tuple[frozenset[tuple[str, str]], frozenset[str]], ...]:
+    """Each clause of ``sentences`` that names a side: its (side, part) pairs and stems
+    (cached, so read-only)."""
+    out = []
+    for sentence in sentences:
+        for clause in _CLAUSE_SPLIT_RE.split(sentence):
+            parts = _side_parts(clause)
+            if parts:
+                stems = frozenset(stem(t) for t in tokens(clause) if _content(t))
+                out.append((frozenset(parts), stems))
+    return tuple(out)
+
+
+def _source_side(statement: str, source_sentences: Sequence[str]) -> FactCheck | None:
+    """When the source names both sides of a part, the side whose clauses say more of what
+    the statement says of it (by more than one word) decides: "left foot pain and swelling"
+    against "your right foot pain and swelling is from a fracture", "your left foot exam is
+    normal"."""
+    clauses = _side_clauses(tuple(source_sentences))
+    said = {pair for parts, _ in clauses for pair in parts}
+    for side, part in sorted(_side_parts(statement)):
+        other = "right" if side == "left" else "left"
+        if (other, part) not in said or (side, part) not in said:
+            continue
+        wanted = {stem(t) for t in tokens(statement) if _content(t) and t not in _SIDES} - {part}
+        best: dict[str, int] = {}
+        for parts, stems in clauses:
+            for said_side, said_part in parts:
+                if said_part == part:
+                    best[said_side] = max(best.get(said_side, 0), len(wanted & stems))
+        if best.get(other, 0) > best.get(side, 0) + 1:
+            word = _word_of(statement, part)
+            return FactCheck("conflict", f"laterality differs: {side} vs {other} {word}")
+    return None
 
 
 # --- drugs and conditions ----------------------------------------------------------------
@@ -1706,7 +1762,7 @@ def compare_facts(
         _compare_numbers(statement, evidence, source_sentences),
         _compare_dates(statement, evidence, source),
         _compare_names(statement, evidence, source),
-        _compare_laterality(statement, evidence, source),
+        _compare_laterality(statement, evidence, source, source_sentences),
         _compare_negation(
             statement, evidence_sentences if focus is None else focus, source_sentences
         ),

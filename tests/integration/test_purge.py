@@ -259,7 +259,8 @@ def test_purge_drops_what_the_caches_derived_from_old_text(engine: Engine) -> No
     assert store_.get_many("all-MiniLM-L6-v2-bf16", ["h-old"]) == {}
     assert cache.get("k-old") is None  # a cleared response is a cache miss
     new = cache.get("k-new")
-    assert new is not None and new.text == f"{SENTINEL} reply"
+    assert new is not None
+    assert new.text == f"{SENTINEL} reply"
     with read_session(engine) as s:
         calls = {c.cache_key: c for c in s.execute(select(m.LLMCall)).scalars()}
         (event,) = repo.list_audit_events(session=s, action="purge")

@@ -369,6 +369,24 @@ def test_the_clause_that_names_the_finding_decides_its_side() -> None:
     assert compare_facts("The left knee looks fine.", said).status == "agree"
 
 
+def test_the_source_clause_that_says_most_of_the_statement_decides_its_side() -> None:
+    source = [
+        "so for your right knee pain and swelling and stiffness it is a strain",
+        "your left knee exam is normal",
+        "we will get an x-ray of both knees",
+    ]
+    evidence = source[2:]
+    check = compare_facts("Reports left knee pain, swelling, and stiffness.", evidence, source)
+    assert (check.status, check.reason) == ("conflict", "laterality differs: left vs right knee")
+    assert compare_facts("Reports right knee pain and swelling.", evidence, source).status == (
+        "agree"
+    )
+    assert compare_facts("Left knee exam is normal.", evidence, source).status == "agree"
+    # a tie, or one word more, decides nothing
+    assert compare_facts("Left knee x-ray ordered.", evidence, source).status == "agree"
+    assert compare_facts("Reports left knee pain.", evidence, source).status == "agree"
+
+
 def test_dates_are_compared_written_or_spoken() -> None:
     said = ["he was last seen on november 24th 2020 and the labs are from 3/1/21"]
     assert compare_facts("Last seen on 11/24/2020.", said).status == "agree"
@@ -527,6 +545,25 @@ def test_dates_are_compared_written_or_spoken() -> None:
             "conflict",
         ),
         ("Denies chest pain.", ["chest pain ?", "shortness of breath ?", "no"], "agree"),
+        # a reply that names part of a list and says the rest is fine
+        (
+            "Reports fever.",
+            [
+                "any fever , sore throat , cough ?",
+                "a little cough .",
+                "but everything else is fine .",
+            ],
+            "conflict",
+        ),
+        (
+            "Reports cough.",
+            [
+                "any fever , sore throat , cough ?",
+                "a little cough .",
+                "but everything else is fine .",
+            ],
+            "agree",
+        ),
         # "all questions were answered" is not "do you have any questions ?" "no"
         ("All questions were answered.", ["do you have any questions ?", "no"], "agree"),
         # run-on speech asks without a question mark
