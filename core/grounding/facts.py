@@ -1506,19 +1506,38 @@ def _sides(text: str) -> set[str]:
     return sides
 
 
-_SIDE_SKIP = frozenset("upper lower side sided sides and or the of".split())
+_SIDE_SKIP = frozenset("upper lower side sided sides and or the of my your his her a".split())
 
 
 def _side_parts(text: str) -> set[tuple[str, str]]:
     """(side, body part) pairs: "left shoulder" -> ("left", "shoulder")."""
-    toks = tokens(text)
+    pairs: set[tuple[str, str]] = set()
+    for segment in _SENTENCE_END_RE.split(text):
+        pairs |= _segment_side_parts(tokens(segment))
+    return pairs
+
+
+_SENTENCE_END_RE = re.compile(r"[.!?;\n]")
+
+
+def _segment_side_parts(toks: list[str]) -> set[tuple[str, str]]:
     pairs = set()
     for i, t in enumerate(toks):
-        if t in ("left", "right"):
-            for nxt in toks[i + 1 : i + 4]:
-                if nxt.isalpha() and nxt not in _SIDE_SKIP:
-                    pairs.add((t, stem(nxt)))
-                    break
+        if t not in ("left", "right"):
+            continue
+        after = toks[i + 1 : i + 3]
+        if toks[max(0, i - 2) : i] in (["on", "the"], ["to", "the"]) and (
+            not after or not _content(after[0]) or (after[0] == "side" and after[1:] != ["of"])
+        ):
+            # "cva tenderness on the right": the side of what comes before
+            before = next((w for w in reversed(toks[max(0, i - 5) : i - 2]) if _content(w)), None)
+            if before is not None:
+                pairs.add((t, stem(before)))
+            continue
+        for nxt in toks[i + 1 : i + 5]:
+            if nxt.isalpha() and nxt not in _SIDE_SKIP:
+                pairs.add((t, stem(nxt)))
+                break
     return pairs
 
 

@@ -369,6 +369,20 @@ def test_the_clause_that_names_the_finding_decides_its_side() -> None:
     assert compare_facts("The left knee looks fine.", said).status == "agree"
 
 
+def test_a_side_named_after_its_part() -> None:
+    said = ["there is no masses on the right okay so now i reviewed your ct", "a left adnexal mass"]
+    assert compare_facts("No masses on the right.", said[:1], said).status == "agree"
+    check = compare_facts("No masses on the left.", said[:1], said)
+    assert (check.status, check.reason) == ("conflict", "laterality differs: left vs right masses")
+    spoken = ["the pain is on the right side of my abdomen", "it never goes left"]
+    check = compare_facts("Pain on the left side of the abdomen.", spoken)
+    assert (check.status, check.reason) == ("conflict", "laterality differs: left vs right abdomen")
+    # a sentence's end is no part: "... on the right . and then ..."
+    assert compare_facts(
+        "Tenderness on the right.", ["cva tenderness on the right . and then the left knee"]
+    ).status == ("agree")
+
+
 def test_the_source_clause_that_says_most_of_the_statement_decides_its_side() -> None:
     source = [
         "so for your right knee pain and swelling and stiffness it is a strain",
