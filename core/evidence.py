@@ -429,7 +429,8 @@ def _collapse_whitespace(
     text: str, starts: IntArray, ends: IntArray
 ) -> tuple[str, IntArray, IntArray]:
     """Collapse whitespace runs to one space and strip the ends, keeping the map."""
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    # a lone surrogate (from a JSON "\\ud800" escape) passes through, it is no error here
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     ws = np.isin(codes, _WHITESPACE_CODES)
     if not ws.any():
         return text, starts, ends
@@ -445,7 +446,7 @@ def _collapse_whitespace(
     if ws[-1]:
         keep[first[-1]] = False
     new_codes = np.where(ws, np.uint32(32), codes)[keep]
-    out = new_codes.astype("<u4").tobytes().decode("utf-32-le")
+    out = new_codes.astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
     return out, starts[keep], ends[keep]
 
 

@@ -22,7 +22,7 @@ from pydantic import (
     field_validator,
 )
 
-from core.text import content_hash
+from core.text import SURROGATE_ERROR, content_hash, unpaired_surrogate
 
 SourceType = Literal["note", "document", "message", "transcript"]
 
@@ -129,6 +129,9 @@ def parse_record(obj: object, *, max_text_chars: int) -> ConversationRecord:
     """
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    broken = unpaired_surrogate(obj)
+    if broken:
+        raise ValueError(f"field {broken}: {SURROGATE_ERROR}")
     try:
         record = ConversationRecord.model_validate(obj)
     except ValidationError as exc:

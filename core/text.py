@@ -23,6 +23,33 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def unpaired_surrogate(value: object, path: str = "") -> str | None:
+    """Where in a decoded JSON value a string holds an unpaired UTF-16 surrogate (a JSON
+    ``"\\ud800"`` escape decodes to one, yet no Unicode text may contain it): its path, such
+    as ``sources[0].text``, else None. Such text cannot be stored, embedded or shown."""
+    if isinstance(value, str):
+        return (path or "value") if _SURROGATE_RE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and _SURROGATE_RE.search(key):
+                return f"{path} (a key)" if path else "a key"
+            found = unpaired_surrogate(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = unpaired_surrogate(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+SURROGATE_ERROR = "contains an unpaired surrogate escape (such as \\ud800): not valid Unicode text"
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
     """A piece of a text with its ``[start, end)`` character offsets in the original.

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import typer
 
+from core.text import SURROGATE_ERROR, unpaired_surrogate
+
 if TYPE_CHECKING:
     from core.grounding import SourceChunk
 
@@ -121,9 +123,10 @@ def read_text(path: Path | str, *, what: str, max_bytes: int, allow_empty: bool 
 
 
 def parse_json(text: str, *, what: str) -> Any:
-    """Decode JSON text, naming line and column of a syntax error (no content echoed)."""
+    """Decode JSON text, naming line and column of a syntax error (no content echoed), and
+    where a string holds an unpaired surrogate escape."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except RecursionError:
         raise InputError(
             f"{what}: JSON nested too deeply", code=EXIT_INVALID, error="invalid_json"
@@ -134,6 +137,12 @@ def parse_json(text: str, *, what: str) -> Any:
             code=EXIT_INVALID,
             error="invalid_json",
         ) from None
+    broken = unpaired_surrogate(value)
+    if broken:
+        raise InputError(
+            f"{what}: {broken}: {SURROGATE_ERROR}", code=EXIT_INVALID, error="invalid_unicode"
+        )
+    return value
 
 
 def read_json(path: Path | str, *, what: str, max_bytes: int) -> Any:

@@ -61,6 +61,8 @@ BAD_JSON: dict[str, bytes] = {
     "deeply_nested": DEEP.encode(),
     "nan": b'{"PHQ8_Sleep": NaN}',
     "not_json_at_all": SENTINEL.encode() + b" <html><body>hello</body></html>",
+    # valid JSON whose escape decodes to no Unicode text (it cannot be stored or embedded)
+    "unpaired_surrogate": b'{"PHQ8_Sleep": ["' + SENTINEL.encode() + b' \\ud800 x"]}',
 }
 BAD_TEXT: dict[str, bytes] = {
     "invalid_utf8": SENTINEL.encode() + b" \xc3\x28 text",
@@ -147,6 +149,8 @@ IMPORT_CASES: dict[str, bytes] = {
     "duplicate_ids": jl(good_record(0), good_record(0)),
     "bad_evidence": jl(good_record(0), {**good_record(1), "evidence": {"PHQ8_Sleep": SENTINEL}}),
     "too_large": jl(good_record(0), {**good_record(1), "answer": "x" * LIMIT}),
+    "unpaired_surrogate": jl(good_record(0))
+    + b'{"id": "rec-9", "patient_id": "p-1", "answer": "\\udc00 x", "sources": []}\n',
 }
 
 
@@ -257,8 +261,9 @@ def test_ground_bad_json_source(env: Path, case: str) -> None:
         b'{"id": "c1", "answer": 5, "sources": []}\n',
         b'{"id": "c1", "answer": "\xff", "sources": []}\n',
         DEEP.encode() + b"\n",
+        b'{"id": "c1", "answer": "a \\ud800", "sources": [{"id": "s", "text": "x"}]}\n',
     ],
-    ids=["truncated", "wrong_type", "invalid_utf8", "deeply_nested"],
+    ids=["truncated", "wrong_type", "invalid_utf8", "deeply_nested", "unpaired_surrogate"],
 )
 def test_ground_bad_batch(env: Path, cases: bytes) -> None:
     batch = write(env, "cases.jsonl", cases)

@@ -404,3 +404,12 @@ def test_normalisation_is_stable_when_a_removal_exposes_a_combining_mark() -> No
     assert once == "\u00e1 ok"
     assert normalize_for_quote_match(once) == once
     assert normalize_with_offsets("A\u200b\u0301 ok").text == once
+
+
+def test_a_lone_surrogate_in_a_transcript_is_text_not_a_crash() -> None:
+    from core.evidence import normalize_with_offsets
+
+    norm = normalize_with_offsets("she \ud800  sleeps   badly")
+    assert norm.text == "she \ud800 sleeps badly"
+    result = EvidenceGrounder().check({"k": ["sleeps badly"]}, norm)
+    assert result.stats.validated_count == 1

@@ -111,3 +111,15 @@ def test_normalize_keeps_values_and_maps_offsets() -> None:
 def test_empty_text_has_no_sentences() -> None:
     assert split_sentences("") == []
     assert split_statements("   \n ") == []
+
+
+def test_unpaired_surrogates_are_found_by_path() -> None:
+    from core.text import unpaired_surrogate
+
+    assert unpaired_surrogate({"a": ["ok", {"b": "fine \U0001f600"}]}) is None  # a pair is text
+    assert unpaired_surrogate({"a": ["ok", {"b": "x \ud800"}]}) == "a[1].b"
+    assert unpaired_surrogate({"sources": [{"text": "\udc00"}]}) == "sources[0].text"
+    assert unpaired_surrogate(["\ud83d"]) == "[0]"
+    assert unpaired_surrogate("\ud800") == "value"
+    assert unpaired_surrogate({"e": {"k\ud800": []}}) == "e (a key)"
+    assert unpaired_surrogate(5) is None
