@@ -559,8 +559,9 @@ def _impossible_dates(text: str) -> list[str]:
 
 
 def _compare_dates(statement: str, evidence: str, source: str) -> FactCheck:
-    for written in _impossible_dates(statement):
-        return FactCheck("missing", f"date {written} is not a possible date")
+    impossible = _impossible_dates(statement)
+    if impossible:
+        return FactCheck("missing", f"date {impossible[0]} is not a possible date")
     wanted = dates(statement)
     if not wanted:
         return AGREE
@@ -642,27 +643,25 @@ def _compare_ranges(statement: str, evidence: str) -> FactCheck | None:
     return None
 
 
-def _numbered_names(text: str) -> dict[str, str]:
-    """Numbered names by their letters: "covid-19" -> {"covid": "19"}."""
-    return {
-        (m.group(1) or m.group(3)).lower(): m.group(2) or m.group(4)
+@lru_cache(maxsize=1024)
+def _numbered_names(text: str) -> tuple[tuple[str, str], ...]:
+    """Numbered names by their letters: "covid-19" -> ("covid", "19")."""
+    return tuple(
+        ((m.group(1) or m.group(3)).lower(), m.group(2) or m.group(4))
         for m in _NUMBERED_NAME_RE.finditer(text)
-    }
+    )
 
 
-def _compare_numbered_names(statement: str, source: str) -> FactCheck | None:
+def _compare_numbered_names(statement: str, source: str) -> FactCheck:
     """ "covid-20" where the source says "covid-19": a name whose number differs."""
-    said = _numbered_names(source)
-    for name, number in _numbered_names(statement).items():
+    said = dict(_numbered_names(source))
+    for name, number in _numbered_names(statement):
         if name in said and said[name] != number:
             return FactCheck("conflict", f"name differs: {name}-{number} vs {name}-{said[name]}")
-    return None
+    return AGREE
 
 
 def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[str]) -> FactCheck:
-    named = _compare_numbered_names(statement, " ".join(source_sentences) or evidence)
-    if named is not None:
-        return named
     ranged = _compare_ranges(statement, evidence)
     if ranged is not None:
         return ranged
@@ -1115,7 +1114,7 @@ def _named_in_reply(reply: str, listed: set[str]) -> set[str]:
 # A reply that denies whatever it has not named: "but everything else has been okay".
 _REST_DENIED_RE = re.compile(
     r"\b(?:nothing else|(?:everything|all) else (?:(?:has|is|was|'s) )?(?:been )?"
-    r"(?:fine|okay|ok|good|normal|alright)|other than that ,? (?:no|nothing|fine|okay))\b",
+    r"(?:fine|okay|ok|good|normal|alright)|other than that\s*,?\s*(?:no|nothing|fine|okay))\b",
     re.I,
 )
 
@@ -1507,6 +1506,7 @@ def _sides(text: str) -> set[str]:
 
 
 _SIDE_SKIP = frozenset("upper lower side sided sides and or the of my your his her a".split())
+_SENTENCE_END_RE = re.compile(r"[.!?;\n]")
 
 
 def _side_parts(text: str) -> set[tuple[str, str]]:
@@ -1515,9 +1515,6 @@ def _side_parts(text: str) -> set[tuple[str, str]]:
     for segment in _SENTENCE_END_RE.split(text):
         pairs |= _segment_side_parts(tokens(segment))
     return pairs
-
-
-_SENTENCE_END_RE = re.compile(r"[.!?;\n]")
 
 
 def _segment_side_parts(toks: list[str]) -> set[tuple[str, str]]:
@@ -1778,6 +1775,7 @@ def compare_facts(
     evidence = " ".join(evidence_sentences)
     source = " ".join(source_sentences) or evidence
     checks = (
+        _compare_numbered_names(statement, source),
         _compare_numbers(statement, evidence, source_sentences),
         _compare_dates(statement, evidence, source),
         _compare_names(statement, evidence, source),
