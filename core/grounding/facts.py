@@ -1366,7 +1366,12 @@ def _compare_negation(
         # a phrase the evidence says the statement's way by one of its words is not
         # contradicted by another ("denies blood transfusions" against "any blood
         # transfusions ?" "no , i tried to give blood once")
-        if any(evid.get(k) == {polarity} for k in keys):
+        # ... unless that is the finding the phrase is about, said the other way ("lower
+        # extremity edema" against "your lower extremities have no edema")
+        head = keys[-1] if len(keys) > 1 and keys[-1] in findings else None
+        if any(evid.get(k) == {polarity} for k in keys) and not (
+            head and evid.get(head) == {not polarity}
+        ):
             continue
         if not polarity and keys and keys[0] in _QUALIFIERS and True not in evid.get(keys[0], ()):
             # "no extra heart sounds" denies the extra, not the heart sounds

@@ -535,6 +535,9 @@ def test_dates_are_compared_written_or_spoken() -> None:
             ["any blood transfusions ?", "no , i tried to give blood once"],
             "agree",
         ),
+        # ... but not when the other is the finding the phrase names
+        ("Lower extremity edema.", ["your lower extremities have no edema"], "conflict"),
+        ("No lower extremity edema.", ["your lower extremities have no edema"], "agree"),
         # a plan or advice asserts nothing yet
         ("She will check her blood sugar daily.", ["i have n't been checking my sugars"], "agree"),
         ("I encouraged him to avoid alcohol.", ["no alcohol at all"], "agree"),
