@@ -26,24 +26,27 @@ def content_hash(text: str) -> str:
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
-def unpaired_surrogate(value: object, path: str = "") -> str | None:
+def unpaired_surrogate(value: object) -> str | None:
     """Where in a decoded JSON value a string holds an unpaired UTF-16 surrogate (a JSON
     ``"\\ud800"`` escape decodes to one, yet no Unicode text may contain it): its path, such
-    as ``sources[0].text``, else None. Such text cannot be stored, embedded or shown."""
-    if isinstance(value, str):
-        return (path or "value") if _SURROGATE_RE.search(value) else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and _SURROGATE_RE.search(key):
-                return f"{path} (a key)" if path else "a key"
-            found = unpaired_surrogate(item, f"{path}.{key}" if path else str(key))
-            if found:
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found = unpaired_surrogate(item, f"{path}[{i}]")
-            if found:
-                return found
+    as ``sources[0].text``, else None. Such text cannot be stored, embedded or shown.
+    Iterative, so any depth that the JSON decoder accepted is walked."""
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE_RE.search(item):
+                return path or "value"
+        elif isinstance(item, dict):
+            for key in item:
+                if isinstance(key, str) and _SURROGATE_RE.search(key):
+                    return f"{path} (a key)" if path else "a key"
+            stack.extend(
+                (child, f"{path}.{key}" if path else str(key))
+                for key, child in reversed(item.items())
+            )
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(item))))
     return None
 
 

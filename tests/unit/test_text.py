@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core.text import normalize, normalize_with_map, split_sentences, split_statements
@@ -123,3 +125,7 @@ def test_unpaired_surrogates_are_found_by_path() -> None:
     assert unpaired_surrogate("\ud800") == "value"
     assert unpaired_surrogate({"e": {"k\ud800": []}}) == "e (a key)"
     assert unpaired_surrogate(5) is None
+    # the first in document order, at any depth the JSON decoder accepts
+    assert unpaired_surrogate({"a": ["ok", {"b": "\ud800"}], "c": "\ud800"}) == "a[1].b"
+    deep = json.loads("[" * 900 + '"\\ud800"' + "]" * 900)
+    assert unpaired_surrogate(deep) == "[0]" * 900
