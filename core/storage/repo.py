@@ -171,16 +171,20 @@ def store_conversation(*, session: Session, bundle: ConversationBundle) -> Store
     """Store a conversation and its checks; idempotent on ``external_id``.
 
     The same content again changes nothing (``unchanged``); an edited record replaces the
-    previous version and its check rows (``updated``); never a duplicate.
+    previous version and its check rows (``updated``); never a duplicate. Clinicians'
+    verdicts survive an edit: each follows its statement into the new version when the
+    statement is still there (same text), else it stays with the conversation, detached.
     """
     conv = bundle.conversation
     conv.id = conversation_id_for(conv.external_id)
     ensure_patient(session=session, patient_id=conv.patient_id)
     existing = session.get(Conversation, conv.id)
     status: StoreStatus = "imported"
+    reviewed: dict[int, tuple[str | None, int]] = {}
     if existing is not None:
         if existing.content_hash == conv.content_hash:
             return StoreOutcome("unchanged", conv.id)
+        reviewed = _detach_reviews(session, conv.id)
         _rollup(session, existing, -1)
         for model in _CHILD_MODELS:
             session.execute(delete(model).where(model.conversation_id == conv.id))
@@ -212,7 +216,50 @@ def store_conversation(*, session: Session, bundle: ConversationBundle) -> Store
             session.add(row)
     _rollup(session, conv, +1)
     session.flush()
+    if reviewed:
+        _reattach_reviews(session, reviewed, bundle.statements)
     return StoreOutcome(status, conv.id)
+
+
+def _detach_reviews(session: Session, conversation_id: str) -> dict[int, tuple[str | None, int]]:
+    """Unlink the conversation's reviews from its statement checks (about to be replaced),
+    so that deleting those does not delete the verdicts. Returns, per review id, the
+    statement text and index it was given on."""
+    rows = session.execute(
+        select(Review.id, StatementCheck.statement, StatementCheck.statement_index)
+        .join(StatementCheck, StatementCheck.id == Review.statement_check_id)
+        .where(Review.conversation_id == conversation_id)
+    ).all()
+    if rows:
+        session.execute(
+            Review.__table__.update()  # type: ignore[attr-defined]
+            .where(Review.conversation_id == conversation_id)
+            .values(statement_check_id=None)
+        )
+    return {int(r[0]): (r[1], int(r[2])) for r in rows}
+
+
+def _reattach_reviews(
+    session: Session, reviewed: dict[int, tuple[str | None, int]], statements: list[StatementCheck]
+) -> None:
+    """Link each detached review to the new statement check with the same text (the one at
+    the same index when the text was purged); the others stay detached."""
+    by_text: dict[str, int] = {}
+    by_index: dict[int, int] = {}
+    for row in statements:
+        if row.id is None:
+            continue
+        if row.statement is not None:
+            by_text.setdefault(row.statement, int(row.id))
+        by_index.setdefault(row.statement_index, int(row.id))
+    for review_id, (said, index) in reviewed.items():
+        target = by_text.get(said) if said is not None else by_index.get(index)
+        if target is not None:
+            session.execute(
+                Review.__table__.update()  # type: ignore[attr-defined]
+                .where(Review.id == review_id)
+                .values(statement_check_id=target)
+            )
 
 
 def _row(obj: Any) -> dict[str, Any]:

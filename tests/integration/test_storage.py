@@ -127,6 +127,38 @@ def test_store_is_idempotent_and_edits_update(engine: Engine) -> None:
     assert k.grounding == pytest.approx(0.4)
 
 
+def test_an_edit_keeps_the_clinicians_verdicts(engine: Engine) -> None:
+    """A verdict follows its statement into the edited version when the statement is still
+    there; a verdict on a statement the edit removed stays with the conversation, detached."""
+    with write_session(engine) as s:
+        out = repo.store_conversation(session=s, bundle=_bundle("ext-r"))
+    with read_session(engine) as s:
+        detail = repo.get_conversation(session=s, conversation_id=out.conversation_id)
+        assert detail is not None
+        kept, dropped = (st.id for st in detail.statements)  # statement 0 and statement 1
+    with write_session(engine) as s:
+        repo.create_review(session=s, statement_check_id=int(kept), reviewer="a", verdict="unsure")
+        repo.create_review(
+            session=s, statement_check_id=int(dropped), reviewer="b", verdict="confirmed"
+        )
+    # the edit keeps "statement 0" (now at index 1, after a new one) and drops "statement 1"
+    edited = _bundle("ext-r", content="v2", statuses=("contradicted", "unsupported"))
+    edited.statements[0].statement = "a new statement"
+    edited.statements[1].statement = "statement 0"
+    with write_session(engine) as s:
+        assert repo.store_conversation(session=s, bundle=edited).status == "updated"
+    with read_session(engine) as s:
+        detail = repo.get_conversation(session=s, conversation_id=out.conversation_id)
+        assert detail is not None
+        by_id = {st.id: st for st in detail.statements}
+        verdicts = {r.verdict: r.statement_check_id for r in detail.reviews}
+        reviewed = repo.reviewed_statements(session=s)
+    assert len(detail.reviews) == 2  # nothing lost
+    assert by_id[verdicts["unsure"]].statement == "statement 0"
+    assert verdicts["confirmed"] is None  # its statement is gone
+    assert [(r.statement_check_id, r.verdict) for r in reviewed] == [(verdicts["unsure"], "unsure")]
+
+
 def test_score_check_constraint(engine: Engine) -> None:
     with pytest.raises(IntegrityError), write_session(engine) as s:
         repo.store_conversation(session=s, bundle=_bundle("ext-bad", grounding=1.5))
