@@ -661,6 +661,11 @@ def _compare_numbered_names(statement: str, source: str) -> FactCheck:
     return AGREE
 
 
+@lru_cache(maxsize=256)
+def _source_quantities(sentences: tuple[str, ...]) -> tuple[Quantity, ...]:
+    return tuple(q for sentence in sentences for q in quantities(sentence))
+
+
 def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[str]) -> FactCheck:
     ranged = _compare_ranges(statement, evidence)
     if ranged is not None:
@@ -696,6 +701,15 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
         ]
         if rivals:
             return FactCheck("conflict", f"{q.kind} differs: {q.display} vs {rivals[0].display}")
+        if (
+            q.unit is not None
+            and q.context
+            and any(
+                _same(q, h) and h.context & q.context
+                for h in _source_quantities(tuple(source_sentences))
+            )
+        ):
+            continue  # the same value of the same thing, said elsewhere in the source
         return FactCheck("missing", f"{q.kind} {q.display} not found in the evidence")
     return AGREE
 

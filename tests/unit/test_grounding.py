@@ -325,6 +325,20 @@ def test_an_enlarged_organ_said_in_plain_words() -> None:
     assert compare_facts("Mild thyromegaly noted.", ["your neck is fine"]).status == "missing"
 
 
+def test_a_value_said_elsewhere_of_the_same_thing_is_found() -> None:
+    source = [
+        "so what brings you in",
+        "i hurt my back moving a fridge",
+        "and when did the back pain start",
+        "the pain started four days ago",
+    ]
+    evidence = source[1:2]
+    assert compare_facts("Back pain started 4 days ago.", evidence, source).status == "agree"
+    # another value, or the same value said of something else, is not
+    assert compare_facts("Back pain started 5 days ago.", evidence, source).status == "missing"
+    assert compare_facts("Took 4 days off work.", evidence, source).status == "missing"
+
+
 def test_ranges_numbered_names_and_impossible_dates() -> None:
     said = ["i change the inserts every three or four months", "about six to eight weeks"]
     assert compare_facts("Changes inserts every 3 to 4 months.", said).status == "agree"
