@@ -729,7 +729,7 @@ _POST_CUES = frozenset({"negative", "absent", "free", "resolved"})
 _AFFIRMERS = frozenset({"present", "positive", "intact"})
 _LINKS = frozenset({"is", "are", "was", "were", "been", "be", "all", "came", "back"})
 _SCOPE_END = frozenset(
-    "; : . but however although though except than which who while whereas".split()
+    "; : . but however although though except than which who while whereas because due".split()
 )
 _SCOPE_MAX = 8
 # A new subject ends a negation's scope: "no fever , she has a cough".

@@ -637,6 +637,13 @@ def test_dates_are_compared_written_or_spoken() -> None:
         ("No pronator drift.", ["there is no pronator drift sensation is intact"], "agree"),
         # "hmm no , i had diarrhea last week": the "no" answers, it does not deny the diarrhea
         ("Had diarrhea last week.", ["hmmm no i had diarrhea last week"], "agree"),
+        # a cause is a clause of its own: the denial does not reach it
+        (
+            "Did not want a steroid due to a reaction that makes his heart race.",
+            ["a reaction to dexamethasone which causes his heart to race"],
+            "agree",
+        ),
+        ("Denies pain because he rests.", ["no pain", "i rest a lot"], "agree"),
         # a negated verb against the same verb said plainly, or the other way round
         (
             "She has not been taking metformin 500 mg.",
