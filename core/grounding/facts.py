@@ -1047,6 +1047,12 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
                     marks[j] = True
             scope = 0
             continue
+        if speech and scope > 0 and tok in _AFFIRMERS and _content(nxt):
+            # run-on speech: "no evidence of thrush present tonsils are midline": what
+            # follows "present" is said of its own
+            marks[i] = False
+            scope = 0
+            continue
         if tok in _NEG_CUES and not (tok == "not" and nxt in {"only", "limited"}):
             if not asking:  # "do you not have a bowel movement ?" still asks
                 scope, cue = _SCOPE_MAX, i
@@ -1133,8 +1139,14 @@ _REST_DENIED_RE = re.compile(
 )
 
 
+# A tag that turns a statement into a question only in form: "you have some edema , okay ?"
+_TAG_QUESTION_RE = re.compile(
+    r",\s*(?:okay|ok|right|alright|all right|correct|yeah)\s*\?\s*$", re.I
+)
+
+
 def _is_question(sentence: str) -> bool:
-    return sentence.rstrip().endswith("?")
+    return sentence.rstrip().endswith("?") and not _TAG_QUESTION_RE.search(sentence)
 
 
 def _short_question(sentence: str) -> bool:

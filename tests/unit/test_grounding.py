@@ -637,6 +637,16 @@ def test_dates_are_compared_written_or_spoken() -> None:
         ("No pronator drift.", ["there is no pronator drift sensation is intact"], "agree"),
         # "hmm no , i had diarrhea last week": the "no" answers, it does not deny the diarrhea
         ("Had diarrhea last week.", ["hmmm no i had diarrhea last week"], "agree"),
+        # run-on speech: what follows "present" is said of its own
+        ("Tonsils are midline.", ["no evidence of thrush present tonsils are midline"], "agree"),
+        ("Denies thrush.", ["no evidence of thrush present tonsils are midline"], "agree"),
+        # a statement with a tag ("..., okay ?") is no question
+        ("Reports pitting edema.", ["you do have some pitting edema , okay ?", "okay ."], "agree"),
+        (
+            "Denies pitting edema.",
+            ["you do have some pitting edema , okay ?", "okay ."],
+            "conflict",
+        ),
         # a cause is a clause of its own: the denial does not reach it
         (
             "Did not want a steroid due to a reaction that makes his heart race.",
