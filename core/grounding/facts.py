@@ -1145,12 +1145,13 @@ _TAG_QUESTION_RE = re.compile(
 )
 
 
-def _is_question(sentence: str) -> bool:
+def is_question(sentence: str) -> bool:
+    """Whether a sentence asks (a tag such as "..., okay ?" does not make it ask)."""
     return sentence.rstrip().endswith("?") and not _TAG_QUESTION_RE.search(sentence)
 
 
 def _short_question(sentence: str) -> bool:
-    return _is_question(sentence) and len(sentence.split()) <= 16
+    return is_question(sentence) and len(sentence.split()) <= 16
 
 
 def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
@@ -1159,7 +1160,7 @@ def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
     you running") presuppose what they ask about."""
     sentence = sentences[i]
     toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", sentence)))
-    question = _is_question(sentence)
+    question = is_question(sentence)
     j = i + 1
     if question:
         # a run of questions answered at once: "chest pain ?" "shortness of breath ?" "no"
@@ -1178,7 +1179,7 @@ def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
         if not named and asked:
             # "... sore throat , cough ?" "i've had a little nasal congestion ." "but
             # everything else has been okay": what the reply names is had, the rest denied
-            replied = [t for t in sentences[j : j + 2] if not _is_question(t)]
+            replied = [t for t in sentences[j : j + 2] if not is_question(t)]
             if any(_REST_DENIED_RE.search(t) for t in replied):
                 heard = {stem(t) for r in replied for t in tokens(_findings_as_words(r))}
                 named = (asked & heard) or {""}
@@ -1476,7 +1477,7 @@ def _predicate_conflict(statement: str, evidence_sentences: Sequence[str]) -> Fa
         return None
     heard: dict[str, set[bool]] = {}
     for sentence in evidence_sentences:
-        if _is_question(sentence):
+        if is_question(sentence):
             continue
         toks = tokens(_SPEAKER_RE.sub("", sentence))
         for negated, key in _predicates(toks, speech=True):

@@ -25,7 +25,14 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from core.checks import OK, CheckStatus, failed, skipped, unavailable
-from core.grounding.facts import DATA_DIR, FactCheck, compare_facts, mentions, statement_terms
+from core.grounding.facts import (
+    DATA_DIR,
+    FactCheck,
+    compare_facts,
+    is_question,
+    mentions,
+    statement_terms,
+)
 from core.grounding.inference import Judgement, llm_judge, nli_judge
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
 from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
@@ -185,7 +192,7 @@ class _SourceIndex:
         question ("do you exercise regularly ?") is read as the question with its reply."""
         sentences = self.sentences[chunk]
         k = next((i for i, s in enumerate(sentences) if s.start <= start < s.end), -1)
-        if k >= 0 and sentences[k].text.rstrip().endswith("?"):
+        if k >= 0 and is_question(sentences[k].text):
             return [s.text for s in sentences[k : k + 2]]
         return [self.lead_in(chunk, start, end)]
 
