@@ -273,6 +273,8 @@ _DATE_RE = re.compile(r"\b\d{1,2}([/-])\d{1,2}\1\d{2,4}\b|\b\d{1,2}/\d{4}\b")
 _OUT_OF_RE = re.compile(r"\b(\d+)\s+out\s+of\s+(\d+)\b", re.I)
 # "one and a half" is 1.5 (read as "one point five" below).
 _AND_A_HALF_RE = re.compile(rf"\b({_WORD_NUMBER}|\d+) and a half\b", re.I)
+# "a pack and a half" is 1.5 packs, "an hour and a half" 1.5 hours.
+_A_UNIT_AND_A_HALF_RE = re.compile(r"\ban? ([a-z]+) and a half\b", re.I)
 _HALF_RE = re.compile(r"\b(?:a|one) half\b|\bhalf (?:a|an)\b", re.I)
 
 
@@ -381,6 +383,7 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     A statement's "the first report" is not a quantity, so statements are read without
     ``ordinals``; evidence is read with them."""
     text = _AND_A_HALF_RE.sub(lambda m: f"{m.group(1)} point 5", text)
+    text = _A_UNIT_AND_A_HALF_RE.sub(r"1.5 \1", text)
     text = _HALF_RE.sub("0.5", text)
     text = _SPINE_LEVEL_RE.sub(_spine_level, text)
     if ordinals:

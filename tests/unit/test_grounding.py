@@ -292,6 +292,9 @@ def test_spoken_decimals_ordinals_and_a_week() -> None:
         == "agree"
     )
     assert compare_facts("A1c was 7.1.", ["your a1c was seven point one"]).status == "agree"
+    pack = ["now i'm up to a pack and a half a day"]
+    assert compare_facts("Smokes 1.5 packs per day.", pack).status == "agree"
+    assert compare_facts("Smokes 2 packs per day.", pack).status == "conflict"
     half = ["almost one and a half plus pitting edema"]
     assert compare_facts("1.5+ pitting edema.", half).status == "agree"
     assert compare_facts("2+ pitting edema.", half).status != "agree"
