@@ -268,7 +268,12 @@ _NUMBER_RE = re.compile(
     r"(?<![\w.])(?<![A-Za-z]-)(\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?)(?:\s*-?\s*(%|[a-z]+))?",
     re.I,
 )
-_DATE_RE = re.compile(r"\b\d{1,2}([/-])\d{1,2}\1\d{2,4}\b|\b\d{1,2}/\d{4}\b")
+_DATE_RE = re.compile(
+    r"\b\d{1,2}([/-])\d{1,2}\1\d{2,4}\b|\b\d{1,2}/\d{4}\b"
+    r"|(?<=\bon )\d{1,2}/\d{1,2}\b(?!/)|\b0\d/\d{1,2}\b(?!/)"
+)
+# A month and day without a year: "biopsied on 04/10" (not the score 4/10).
+_MONTH_DAY_RE = re.compile(r"(?:(?<=\bon )|\b(?=0))(\d{1,2})/(\d{1,2})\b(?!/)")
 # "four out of ten" is the score "4/10".
 _OUT_OF_RE = re.compile(r"\b(\d+)\s+out\s+of\s+(\d+)\b", re.I)
 # "one and a half" is 1.5 (read as "one point five" below).
@@ -520,6 +525,10 @@ def dates(text: str) -> list[Date]:
                 found.append((month, day, _year(m.group(4))))
         elif 1 <= int(m.group(5)) <= 12:
             found.append((int(m.group(5)), None, _year(m.group(6))))
+    for m in _MONTH_DAY_RE.finditer(text):
+        month, day = int(m.group(1)), int(m.group(2))
+        if 1 <= month <= 12 and 1 <= day <= 31:
+            found.append((month, day, None))
     spoken = _digits(text)
     for m in _WORD_DATE_RE.finditer(spoken):
         said_day, said_year = m.group(2), m.group(3)

@@ -426,6 +426,12 @@ def test_dates_are_compared_written_or_spoken() -> None:
     assert (check.status, check.reason) == ("conflict", "date differs: 12/24/2020 vs 11/24/2020")
     assert compare_facts("Seen on 10/2019.", ["no date was said here"]).status == "missing"
     assert compare_facts("You may need a refill.", said).status == "agree"  # "may" is no month
+    # a month and day without a year is a date, not a score
+    biopsy = ["she biopsied the lesion on april tenth"]
+    assert compare_facts("Lesion biopsied on 04/10.", biopsy).status == "agree"
+    check = compare_facts("Lesion biopsied on 04/12.", biopsy)
+    assert (check.status, check.reason) == ("conflict", "date differs: 4/12 vs 4/10")
+    assert compare_facts("Pain is 4/10.", ["my pain is a four out of ten"]).status == "agree"
     # a month said alone bears out the month of a written date; another month does not
     spoken = ["her lisinopril was increased in march", "a mammogram in april of 2022"]
     assert compare_facts("Lisinopril increased in 03/2021.", spoken).status == "agree"
