@@ -278,6 +278,8 @@ _MONTH_DAY_RE = re.compile(r"(?:(?<=\bon )|\b(?=0))(\d{1,2})/(\d{1,2})\b(?!/)")
 _OUT_OF_RE = re.compile(r"\b(\d+)\s+out\s+of\s+(\d+)\b", re.I)
 # "one and a half" is 1.5 (read as "one point five" below).
 _AND_A_HALF_RE = re.compile(rf"\b({_WORD_NUMBER}|\d+) and a half\b", re.I)
+# "baby aspirin" is its dose: 81 mg.
+_BABY_ASPIRIN_RE = re.compile(r"\b(?:baby|low[- ]dose) aspirin\b", re.I)
 # "a pack and a half" is 1.5 packs, "an hour and a half" 1.5 hours.
 _A_UNIT_AND_A_HALF_RE = re.compile(r"\ban? ([a-z]+) and a half\b", re.I)
 _HALF_RE = re.compile(r"\b(?:a|one) half\b|\bhalf (?:a|an)\b", re.I)
@@ -387,6 +389,7 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     "second" -> "2" and "a couple of" -> "2"), so that written and spoken forms compare.
     A statement's "the first report" is not a quantity, so statements are read without
     ``ordinals``; evidence is read with them."""
+    text = _BABY_ASPIRIN_RE.sub("aspirin 81 mg", text)
     text = _AND_A_HALF_RE.sub(lambda m: f"{m.group(1)} point 5", text)
     text = _A_UNIT_AND_A_HALF_RE.sub(r"1.5 \1", text)
     text = _HALF_RE.sub("0.5", text)

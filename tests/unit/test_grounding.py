@@ -292,6 +292,9 @@ def test_spoken_decimals_ordinals_and_a_week() -> None:
         == "agree"
     )
     assert compare_facts("A1c was 7.1.", ["your a1c was seven point one"]).status == "agree"
+    baby = ["i do the baby aspirin every day"]
+    assert compare_facts("Takes aspirin 81 mg daily.", baby).status == "agree"
+    assert compare_facts("Takes aspirin 325 mg daily.", baby).status == "conflict"
     pack = ["now i'm up to a pack and a half a day"]
     assert compare_facts("Smokes 1.5 packs per day.", pack).status == "agree"
     assert compare_facts("Smokes 2 packs per day.", pack).status == "conflict"
