@@ -1608,6 +1608,12 @@ def _clause_side(statement: str, evidence: str) -> FactCheck | None:
     return None
 
 
+def _word_stems(text: str) -> set[str]:
+    """The stems of every content word of ``text`` (short ones too, unlike
+    ``_content_stems``: "knee", "foot")."""
+    return {stem(t) for t in tokens(text) if _content(t)}
+
+
 def _word_of(text: str, key: str) -> str:
     """The word of ``text`` whose stem is ``key`` (for reasons people read)."""
     return next((t for t in tokens(text) if stem(t) == key), key)
@@ -1636,6 +1642,11 @@ def _compare_laterality(
         if side == "bilateral" and {"left", "right"} <= near or "bilateral" in near:
             continue
         others = near - {side}
+        if others and side == "bilateral":
+            # "lungs clear bilaterally" against "... your right knee ... your lungs sound
+            # good": one side said of the statement's own part contradicts it, not any side
+            wanted_stems = _word_stems(statement)
+            others = {o for o, part in _side_parts(evidence) if part in wanted_stems}
         if others:
             return FactCheck("conflict", f"laterality differs: {side} vs {sorted(others)[0]}")
         if side == "bilateral":
@@ -1672,7 +1683,7 @@ def _source_side(statement: str, source_sentences: Sequence[str]) -> FactCheck |
         other = "right" if side == "left" else "left"
         if (other, part) not in said or (side, part) not in said:
             continue
-        wanted = {stem(t) for t in tokens(statement) if _content(t) and t not in _SIDES} - {part}
+        wanted = _word_stems(statement) - _SIDE_STEMS - {part}
         best: dict[str, int] = {}
         for parts, stems in clauses:
             for said_side, said_part in parts:

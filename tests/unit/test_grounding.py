@@ -389,6 +389,13 @@ def test_the_clause_that_names_the_finding_decides_its_side() -> None:
     assert compare_facts("The left knee looks fine.", said).status == "agree"
 
 
+def test_bilateral_is_contradicted_only_by_one_side_of_its_own_part() -> None:
+    said = ["your right knee is swollen", "your lungs sound nice and clear"]
+    assert compare_facts("Lungs are clear to auscultation bilaterally.", said).status == "agree"
+    check = compare_facts("Bilateral knee swelling.", said)
+    assert (check.status, check.reason) == ("conflict", "laterality differs: bilateral vs right")
+
+
 def test_a_side_named_after_its_part() -> None:
     said = ["there is no masses on the right okay so now i reviewed your ct", "a left adnexal mass"]
     assert compare_facts("No masses on the right.", said[:1], said).status == "agree"
