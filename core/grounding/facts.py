@@ -1292,6 +1292,9 @@ _QUALIFIERS = frozenset(
     """.split()
 )
 
+# Qualifiers that make a finding abnormal: asserted, they must be said ("extra heart sounds").
+_ABNORMAL = frozenset(stem(w) for w in "extra abnormal".split())
+
 _RUN_BREAKS = frozenset(
     ", or and nor . ; : of to in on at for from into with after before during since when while"
     " because but although though whereas which until unless".split()
@@ -1436,11 +1439,11 @@ def _compare_negation(
     conflict = _predicate_conflict(statement, evidence_sentences)
     if conflict is not None:
         return conflict
+    said = _source_stems(tuple(source_sentences)) | _source_stems(tuple(evidence_sentences))
     if source_sentences:
         conflict = _phrase_conflict(reading.runs, evid, source_sentences)
         if conflict is not None:
             return conflict
-        said = _source_stems(tuple(source_sentences)) | _source_stems(tuple(evidence_sentences))
         signs = load_lexicon().exam_signs
         for polarity, run in reading.runs:
             for word in run:
@@ -1449,6 +1452,12 @@ def _compare_negation(
                     # rhonchi" where the exam only says "lungs are clear"); a sign absent
                     # often goes unsaid, so only a positive one is held to this
                     return FactCheck("missing", f"sign {word!r} not mentioned in the source")
+    for polarity, run in reading.runs:
+        if polarity and len(run) > 1 and stem(run[0]) in _ABNORMAL and stem(run[0]) not in said:
+            # "extra heart sounds" where the source only says "your heart sounds good": what
+            # makes the finding abnormal must be said
+            what = " ".join(run)
+            return FactCheck("missing", f"{run[0]!r} of {what!r} not mentioned in the source")
     return AGREE
 
 

@@ -579,6 +579,9 @@ def test_dates_are_compared_written_or_spoken() -> None:
         # "no extra heart sounds" denies the extra, not the heart sounds
         ("No extra heart sounds.", ["your heart sounds good"], "agree"),
         ("No new lesions.", ["there is a new lesion on your back"], "conflict"),
+        # ... and an asserted "extra" or "abnormal" finding needs the qualifier said
+        ("Extra heart sounds.", ["your heart sounds good"], "missing"),
+        ("Extra heart sounds.", ["i hear an extra heart sound"], "agree"),
         # "some" starts what is said after a denial in speech
         ("Reports chills.", ["no fever some chills and i ca n't eat"], "agree"),
         ("Reports fever.", ["no fever some chills and i ca n't eat"], "conflict"),
