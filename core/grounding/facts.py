@@ -623,7 +623,10 @@ _RANGE_RE = re.compile(
     re.I,
 )
 # A name with a number in it: "covid-19", "indole-3-carbinol", "b12" (vitamins).
-_NUMBERED_NAME_RE = re.compile(r"\b(?:([a-z]{3,})-(\d+)|([bd])-?(\d{1,2}))\b", re.I)
+_NUMBERED_NAME_RE = re.compile(
+    r"\b(?:([a-z]{2,})-(\d+)|([bd])-?(\d{1,2})|(type|stage|grade|class)\s+(\d+)\s+([a-z]+))\b",
+    re.I,
+)
 
 
 def _ranges(text: str, *, ordinals: bool = True) -> list[tuple[str, str, str | None]]:
@@ -662,17 +665,28 @@ def _compare_ranges(statement: str, evidence: str) -> FactCheck | None:
 def _numbered_names(text: str) -> tuple[tuple[str, str], ...]:
     """Numbered names by their letters: "covid-19" -> ("covid", "19")."""
     return tuple(
-        ((m.group(1) or m.group(3)).lower(), m.group(2) or m.group(4))
-        for m in _NUMBERED_NAME_RE.finditer(text)
+        (
+            # "type 2 diabetes" is named with the word after it: "grade 2 murmur" is no
+            # rival of "grade 0 tumor"
+            (m.group(1) or m.group(3) or " ".join(filter(None, m.group(5, 7)))).lower(),
+            m.group(2) or m.group(4) or m.group(6),
+        )
+        for m in _NUMBERED_NAME_RE.finditer(_digits(text, ordinals=False))
     )
 
 
 def _compare_numbered_names(statement: str, source: str) -> FactCheck:
-    """ "covid-20" where the source says "covid-19": a name whose number differs."""
-    said = dict(_numbered_names(source))
+    """ "covid-20" or "type 3 diabetes" where the source only says "covid-19", "type two
+    diabetes": a name whose number differs."""
+    said: dict[str, set[str]] = {}
+    for name, number in _numbered_names(source):
+        said.setdefault(name, set()).add(number)
     for name, number in _numbered_names(statement):
-        if name in said and said[name] != number:
-            return FactCheck("conflict", f"name differs: {name}-{number} vs {name}-{said[name]}")
+        if name in said and number not in said[name]:
+            other = sorted(said[name])[0]
+            first, *rest = name.split(" ", 1)
+            shown = [f"{first} {n} {' '.join(rest)}".strip() for n in (number, other)]
+            return FactCheck("conflict", f"name differs: {shown[0]} vs {shown[1]}")
     return AGREE
 
 

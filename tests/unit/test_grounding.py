@@ -358,9 +358,19 @@ def test_ranges_numbered_names_and_impossible_dates() -> None:
     vaccinated = ["he is fully vaccinated against covid-19 and takes b12"]
     assert compare_facts("Vaccinated against COVID-19.", vaccinated).status == "agree"
     check = compare_facts("Vaccinated against COVID-20.", vaccinated)
-    assert (check.status, check.reason) == ("conflict", "name differs: covid-20 vs covid-19")
+    assert (check.status, check.reason) == ("conflict", "name differs: covid 20 vs covid 19")
     assert compare_facts("Takes B-13.", vaccinated).status == "conflict"
     assert compare_facts("Takes B-12.", vaccinated).status == "agree"
+    # a type, stage, grade or class is named with what it is of
+    typed = ["so for your type two diabetes", "a grade two murmur"]
+    check = compare_facts("Type 3 diabetes.", typed)
+    assert (check.status, check.reason) == (
+        "conflict",
+        "name differs: type 3 diabetes vs type 2 diabetes",
+    )
+    assert compare_facts("Type 2 diabetes.", typed).status == "agree"
+    assert compare_facts("Grade 1 tumor.", typed).status != "conflict"  # another grade
+    assert compare_facts("Ordered a CA-130.", ["a ca-125 and an hcg"]).status == "conflict"
     # no calendar has these dates
     for written in ("01/40/2020", "15/2019", "10/4040"):
         check = compare_facts(f"Seen on {written}.", [f"seen on {written}"])
