@@ -874,6 +874,7 @@ _FINDING_PHRASES = tuple(
         (r"\b(?:heart (?:racing|pounding)|racing heart)\b", "palpitations"),
         (r"\b(?:swelling|swollen)\b", "edema"),
         (r"\bnumb\b", "numbness"),
+        (r"\b(?:enlarged|swollen) (?:lymph nodes?|glands?)\b", "lymphadenopathy"),
         (r"\btingly\b", "tingling"),
         (r"\bhead ?aches?\b", "headache"),
         (r"\b(?:night )?sweats\b", "sweats"),
@@ -1284,7 +1285,8 @@ _GENERIC = frozenset(
     history significant other any problems problem issues issue symptoms symptom patient
     notes states reports feel feels feeling having complains complaints current currently
     doing done taking take taken getting get going seem seemed really question questions
-    evidence sign signs
+    evidence sign signs show shows showed shown reveal reveals revealed demonstrate
+    demonstrates demonstrated
     """.split()
 )
 

@@ -679,6 +679,14 @@ def test_dates_are_compared_written_or_spoken() -> None:
             ["you do have some pitting edema , okay ?", "okay ."],
             "conflict",
         ),
+        # a reporting verb says nothing of the finding; a lay name is the finding
+        (
+            "X-rays show bony abnormalities.",
+            ["the x-rays show no bony abnormalities"],
+            "conflict",
+        ),
+        ("Enlarged lymph nodes.", ["i do n't appreciate any lymphadenopathy"], "conflict"),
+        ("No enlarged lymph nodes.", ["i do n't appreciate any lymphadenopathy"], "agree"),
         # a cause is a clause of its own: the denial does not reach it
         (
             "Did not want a steroid due to a reaction that makes his heart race.",
