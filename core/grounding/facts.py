@@ -1285,8 +1285,7 @@ _GENERIC = frozenset(
     history significant other any problems problem issues issue symptoms symptom patient
     notes states reports feel feels feeling having complains complaints current currently
     doing done taking take taken getting get going seem seemed really question questions
-    evidence sign signs show shows showed shown reveal reveals revealed demonstrate
-    demonstrates demonstrated
+    evidence sign signs
     """.split()
 )
 
@@ -1313,7 +1312,9 @@ _ABNORMAL = frozenset(stem(w) for w in "extra abnormal".split())
 
 _RUN_BREAKS = frozenset(
     ", or and nor . ; : of to in on at for from into with after before during since when while"
-    " because but although though whereas which until unless".split()
+    " because but although though whereas which until unless"
+    # a reporting verb parts what shows from what is shown: "x-rays show no fracture"
+    " show shows showed shown reveal reveals revealed demonstrate demonstrates demonstrated".split()
 )
 
 
