@@ -179,12 +179,15 @@ class _SourceIndex:
         sentence: what decides the negation of a verbatim match ("no masses" vs "masses")."""
         text = self.sources[chunk].text
         floor = max((s.start for s in self.sentences[chunk] if s.start <= start), default=0)
-        a = start
-        for _ in range(words):
-            a = text.rfind(" ", floor, max(floor, a - 1))
-            if a < 0:
+        a, counted = start, 0
+        while counted < words:
+            b = text.rfind(" ", floor, max(floor, a - 1))
+            if b < 0:
                 a = floor
                 break
+            # "no evidence of any rebound": small words between a cue and its noun are free
+            counted += text[b + 1 : a].strip().lower() not in _LEAD_IN_FREE
+            a = b
         return text[max(floor, a) : end].strip()
 
     def verbatim_focus(self, chunk: int, start: int, end: int) -> list[str]:
@@ -204,6 +207,9 @@ class _SourceIndex:
         if not sentences:
             return _Unit(chunk, 0, 0, start, end, text[start:end])
         return _Unit(chunk, idx[0], idx[-1], start, end, text[start:end])
+
+
+_LEAD_IN_FREE = frozenset("of any the a an some your my his her their".split())
 
 
 @dataclass(frozen=True, slots=True)

@@ -778,6 +778,11 @@ def test_verbatim_match_reads_negation_from_the_word_before(verifier: GroundingV
     assert verifier.verify("Regular rate and rhythm.", src).statements[0].status == "grounded"
     assert verifier.verify("No masses on the right.", src).statements[0].status == "grounded"
     assert verifier.verify("Masses on the right.", src).statements[0].status == "contradicted"
+    # small words between a cue and its noun are not counted: "no evidence of any rebound"
+    exam = "on exam there is no evidence of any rebound or guarding and the abdomen is soft"
+    src = [SourceChunk("exam", exam, "transcript")]
+    assert verifier.verify("Rebound or guarding.", src).statements[0].status == "contradicted"
+    assert verifier.verify("No rebound or guarding.", src).statements[0].status == "grounded"
 
 
 def test_a_sign_found_must_be_named_in_the_source() -> None:
