@@ -1290,6 +1290,12 @@ _GENERIC = frozenset(
 )
 
 
+# Generic words that are what a statement says when it names nothing else: "reports issues
+# since that time".
+_COMPLAINTS = frozenset(
+    stem(w) for w in "issues issue problems problem complaints concerns symptoms".split()
+)
+
 _PLAN_CUES = frozenset(
     """
     will would should recommend recommended recommends encouraged encourage discussed
@@ -1364,26 +1370,35 @@ def _phrases(toks: list[str], marks: list[Mark]) -> list[Run]:
     prepositions: "denies chest pain or shortness of breath with exercise" ->
     (False, [chest, pain]), (False, [dyspnea]), (False, [exercise])."""
     runs: list[Run] = []
+    vague_runs: list[Run] = []  # "reports issues since": said only when nothing else is
     current: list[str] = []
+    vague: list[str] = []
     polarity: bool | None = None
+
+    def close() -> None:
+        if polarity is not None and current:
+            runs.append((polarity, tuple(current)))
+        elif polarity is not None and vague:
+            vague_runs.append((polarity, tuple(vague)))
+
     for tok, mark in zip(toks, marks, strict=True):
         if tok in _RUN_BREAKS or mark not in (True, False):
-            if current and polarity is not None:
-                runs.append((polarity, tuple(current)))
-            current, polarity = [], None
+            close()
+            current, vague, polarity = [], [], None
             continue
         if not _content(tok):
             continue
         key = stem(tok)
         if polarity is not None and mark != polarity:
-            runs.append((polarity, tuple(current)))
-            current = []
+            close()
+            current, vague = [], []
         polarity = bool(mark)
-        if key not in _IGNORED_KEYS and key not in _GENERIC:
+        if key in _COMPLAINTS:
+            vague.append(tok)
+        elif key not in _IGNORED_KEYS and key not in _GENERIC:
             current.append(tok)
-    if current and polarity is not None:
-        runs.append((polarity, tuple(current)))
-    return runs
+    close()
+    return runs or vague_runs
 
 
 def _phrase_conflict(

@@ -679,6 +679,10 @@ def test_dates_are_compared_written_or_spoken() -> None:
             ["you do have some pitting edema , okay ?", "okay ."],
             "conflict",
         ),
+        # "issues" is what a statement speaks of when it names nothing else
+        ("Reports issues since that time.", ["um , no issues since then ?", "no"], "conflict"),
+        ("Denies issues since that time.", ["um , no issues since then ?", "no"], "agree"),
+        ("Denies problems with urination.", ["i have some problems with my knee"], "agree"),
         # a reporting verb says nothing of the finding; a lay name is the finding
         (
             "X-rays show bony abnormalities.",
