@@ -1368,7 +1368,8 @@ def statement_terms(statement: str) -> frozenset[str]:
 def _phrases(toks: list[str], marks: list[Mark]) -> list[Run]:
     """The statement's runs of content words said one way, split at lists, clauses and
     prepositions: "denies chest pain or shortness of breath with exercise" ->
-    (False, [chest, pain]), (False, [dyspnea]), (False, [exercise])."""
+    (False, [chest, pain]), (False, [dyspnea]), (False, [exercise]). A statement that names
+    nothing but "issues", "problems" or "symptoms" has those for its runs."""
     runs: list[Run] = []
     vague_runs: list[Run] = []  # "reports issues since": said only when nothing else is
     current: list[str] = []

@@ -176,7 +176,8 @@ class _SourceIndex:
 
     def lead_in(self, chunk: int, start: int, end: int, words: int = 3) -> str:
         """The matched text ``[start, end)`` with up to ``words`` word(s) before it in its
-        sentence: what decides the negation of a verbatim match ("no masses" vs "masses")."""
+        sentence, small words such as "of", "any" not counted: what decides the negation of a
+        verbatim match ("no masses" vs "masses", "no evidence of any rebound")."""
         text = self.sources[chunk].text
         floor = max((s.start for s in self.sentences[chunk] if s.start <= start), default=0)
         a, counted = start, 0
