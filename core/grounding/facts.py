@@ -268,12 +268,10 @@ _NUMBER_RE = re.compile(
     r"(?<![\w.])(?<![A-Za-z]-)(\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?)(?:\s*-?\s*(%|[a-z]+))?",
     re.I,
 )
-_DATE_RE = re.compile(
-    r"\b\d{1,2}([/-])\d{1,2}\1\d{2,4}\b|\b\d{1,2}/\d{4}\b"
-    r"|(?<=\bon )\d{1,2}/\d{1,2}\b(?!/)|\b0\d/\d{1,2}\b(?!/)"
-)
 # A month and day without a year: "biopsied on 04/10" (not the score 4/10).
-_MONTH_DAY_RE = re.compile(r"(?:(?<=\bon )|\b(?=0))(\d{1,2})/(\d{1,2})\b(?!/)")
+_MONTH_DAY = r"(?:(?<=\bon )|\b(?=0))(\d{1,2})/(\d{1,2})\b(?!/)"
+_MONTH_DAY_RE = re.compile(_MONTH_DAY)
+_DATE_RE = re.compile(r"\b\d{1,2}([/-])\d{1,2}\1\d{2,4}\b|\b\d{1,2}/\d{4}\b|" + _MONTH_DAY)
 # "four out of ten" is the score "4/10".
 _OUT_OF_RE = re.compile(r"\b(\d+)\s+out\s+of\s+(\d+)\b", re.I)
 # "one and a half" is 1.5 (read as "one point five" below).
