@@ -6,12 +6,10 @@ Each problem raises :class:`UploadError` with a message naming the file and the 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from core.cli.common import InputError, decode_utf8
+from core.cli.common import InputError, decode_utf8, parse_json
 from core.evidence import EvidenceSchemaError, validate_evidence_schema
-from core.text import SURROGATE_ERROR, unpaired_surrogate
 
 TRANSCRIPT_KEYS = ("transcript", "text", "dialogue", "conversation")
 TURN_TEXT_KEYS = ("text", "utterance", "content")
@@ -39,17 +37,9 @@ def _decode(name: str, data: bytes, *, max_bytes: int) -> str:
 
 def _json(name: str, text: str) -> Any:
     try:
-        value = json.loads(text)
-    except RecursionError:
-        raise UploadError(f"{name}: JSON nested too deeply") from None
-    except json.JSONDecodeError as exc:
-        raise UploadError(
-            f"{name}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-        ) from None
-    broken = unpaired_surrogate(value)
-    if broken:
-        raise UploadError(f"{name}: {broken}: {SURROGATE_ERROR}")
-    return value
+        return parse_json(text, what=name)
+    except InputError as exc:
+        raise UploadError(str(exc)) from None
 
 
 def _turns(name: str, turns: list[Any]) -> str:

@@ -627,17 +627,18 @@ _NUMBERED_NAME_RE = re.compile(
 )
 
 
-def _ranges(text: str, *, ordinals: bool = True) -> list[tuple[str, str, str | None]]:
-    """(low, high, unit stem) of each range of values in ``text``."""
+@lru_cache(maxsize=4096)
+def _ranges(text: str, *, ordinals: bool = True) -> tuple[tuple[str, str, str | None], ...]:
+    """(low, high, unit stem) of each range of values in ``text`` (cached)."""
     converted = _DATE_RE.sub(" ", _digits(text, ordinals=ordinals))
-    return [
+    return tuple(
         (
             _canonical(m.group(1)),
             _canonical(m.group(2)),
             stem(m.group(3).lower()) if m.group(3) else None,
         )
         for m in _RANGE_RE.finditer(converted)
-    ]
+    )
 
 
 def _compare_ranges(statement: str, evidence: str) -> FactCheck | None:
@@ -1330,6 +1331,7 @@ class _StatementReading:
     runs: tuple[Run, ...]
     both_ways: frozenset[str]  # stems the statement says both ways
     words: dict[str, str]  # stem -> the word as written (for reasons)
+    predicates: tuple[tuple[bool, str], ...]  # its verb phrases (see ``_predicates``)
 
 
 @lru_cache(maxsize=4096)
@@ -1355,6 +1357,7 @@ def _read_statement(statement: str) -> _StatementReading:
         runs=tuple(_phrases(toks, marks)),
         both_ways=frozenset(k for k, v in said.items() if len(v) > 1),
         words={stem(t): t for t in toks if t.isalpha()},
+        predicates=tuple(_predicates(tokens(statement), speech=False)),
     )
 
 
@@ -1467,10 +1470,14 @@ def _compare_negation(
                 f"negation differs: the statement {how[0]} {word!r}, the evidence {how[1]} it",
                 key,
             )
-    conflict = _predicate_conflict(statement, evidence_sentences)
+    conflict = _predicate_conflict(reading.predicates, evidence_sentences)
     if conflict is not None:
         return conflict
-    said = _source_stems(tuple(source_sentences)) | _source_stems(tuple(evidence_sentences))
+    named = (_source_stems(tuple(source_sentences)), _source_stems(tuple(evidence_sentences)))
+
+    def unsaid(word: str) -> bool:
+        return all(stem(word) not in stems for stems in named)
+
     if source_sentences:
         conflict = _phrase_conflict(reading.runs, evid, source_sentences)
         if conflict is not None:
@@ -1478,13 +1485,13 @@ def _compare_negation(
         signs = load_lexicon().exam_signs
         for polarity, run in reading.runs:
             for word in run:
-                if polarity and stem(word) in signs and stem(word) not in said:
+                if polarity and stem(word) in signs and unsaid(word):
                     # a sign found that the source never names ("wheezes , rales , or
                     # rhonchi" where the exam only says "lungs are clear"); a sign absent
                     # often goes unsaid, so only a positive one is held to this
                     return FactCheck("missing", f"sign {word!r} not mentioned in the source")
     for polarity, run in reading.runs:
-        if polarity and len(run) > 1 and stem(run[0]) in _ABNORMAL and stem(run[0]) not in said:
+        if polarity and len(run) > 1 and stem(run[0]) in _ABNORMAL and unsaid(run[0]):
             # "extra heart sounds" where the source only says "your heart sounds good": what
             # makes the finding abnormal must be said
             what = " ".join(run)
@@ -1524,18 +1531,25 @@ def _predicates(toks: list[str], *, speech: bool) -> list[tuple[bool, str]]:
     return out
 
 
-def _predicate_conflict(statement: str, evidence_sentences: Sequence[str]) -> FactCheck | None:
-    """A verb phrase the statement negates that the evidence states plainly, or the other
-    way round, when the evidence never says it the statement's way (questions aside)."""
-    said = _predicates(tokens(statement), speech=False)
+@lru_cache(maxsize=8192)
+def _spoken_predicates(sentence: str) -> tuple[tuple[bool, str], ...]:
+    """The verb phrases a source sentence states (none for a question; cached)."""
+    if is_question(sentence):
+        return ()
+    return tuple(_predicates(tokens(_SPEAKER_RE.sub("", sentence)), speech=True))
+
+
+def _predicate_conflict(
+    said: Sequence[tuple[bool, str]], evidence_sentences: Sequence[str]
+) -> FactCheck | None:
+    """A verb phrase the statement negates (``said``: its predicates) that the evidence
+    states plainly, or the other way round, when the evidence never says it the statement's
+    way (questions aside)."""
     if not said:
         return None
     heard: dict[str, set[bool]] = {}
     for sentence in evidence_sentences:
-        if is_question(sentence):
-            continue
-        toks = tokens(_SPEAKER_RE.sub("", sentence))
-        for negated, key in _predicates(toks, speech=True):
+        for negated, key in _spoken_predicates(sentence):
             heard.setdefault(key, set()).add(negated)
     for negated, key in said:
         if heard.get(key) == {not negated}:
@@ -1596,12 +1610,14 @@ _SIDE_SKIP = frozenset("upper lower side sided sides and or the of my your his h
 _SENTENCE_END_RE = re.compile(r"[.!?;\n]")
 
 
-def _side_parts(text: str) -> set[tuple[str, str]]:
-    """(side, body part) pairs: "left shoulder" -> ("left", "shoulder")."""
+@lru_cache(maxsize=4096)
+def _side_parts(text: str) -> frozenset[tuple[str, str]]:
+    """(side, body part) pairs: "left shoulder" -> ("left", "shoulder") (cached: a source
+    is read once, not per candidate)."""
     pairs: set[tuple[str, str]] = set()
     for segment in _SENTENCE_END_RE.split(text):
         pairs |= _segment_side_parts(tokens(segment))
-    return pairs
+    return frozenset(pairs)
 
 
 def _segment_side_parts(toks: list[str]) -> set[tuple[str, str]]:
@@ -1707,8 +1723,7 @@ def _side_clauses(
         for clause in _CLAUSE_SPLIT_RE.split(sentence):
             parts = _side_parts(clause)
             if parts:
-                stems = frozenset(stem(t) for t in tokens(clause) if _content(t))
-                out.append((frozenset(parts), stems))
+                out.append((parts, frozenset(_word_stems(clause))))
     return tuple(out)
 
 

@@ -934,13 +934,14 @@ def purge_caches_before(*, session: Session, cutoff: datetime) -> tuple[int, int
     any model, the one in use or not) are deleted, LLM responses cleared (their token and
     latency accounting stays; a cleared response is a cache miss). Returns both counts.
     Runs inside the caller's transaction."""
-    vectors, responses = count_caches_before(session=session, cutoff=cutoff)
     old_vectors, old_responses = _cache_conditions(cutoff)
-    session.execute(delete(EmbeddingCache).where(old_vectors))
-    session.execute(
+    vectors = session.execute(
+        EmbeddingCache.__table__.delete().where(old_vectors)  # type: ignore[attr-defined]
+    )
+    responses = session.execute(
         LLMCall.__table__.update().where(old_responses).values(response_text=None)  # type: ignore[attr-defined]
     )
-    return vectors, responses
+    return int(vectors.rowcount), int(responses.rowcount)
 
 
 class DbEmbeddingStore:
