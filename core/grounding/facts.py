@@ -210,6 +210,8 @@ _UNITS = {
     "cigarettes": "cigarette",
     "packs": "pack",
     "pack": "pack",
+    "+": "+",  # a grade: "2+ edema", "one plus pulses"
+    "plus": "+",
 }
 _DOSE_UNITS = frozenset({"mg", "mcg", "g", "ml", "units", "tablet", "puff"})
 _VITAL_UNITS = frozenset({"mmhg", "bpm", "deg"})
@@ -265,7 +267,7 @@ _WORD_RUN_RE = re.compile(
     rf"\b(?:{_WORD_NUMBER})(?:[\s-]+(?:and[\s-]+)?(?:{_WORD_NUMBER}))*\b", re.I
 )
 _NUMBER_RE = re.compile(
-    r"(?<![\w.])(?<![A-Za-z]-)(\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?)(?:\s*-?\s*(%|[a-z]+))?",
+    r"(?<![\w.])(?<![A-Za-z]-)(\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?)(?:\s*-?\s*(%|\+|[a-z]+))?",
     re.I,
 )
 # A month and day without a year: "biopsied on 04/10" (not the score 4/10).
@@ -455,17 +457,29 @@ def quantities(text: str, *, ordinals: bool = True) -> list[Quantity]:
 def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
     converted = _DATE_RE.sub(" ", _digits(text, ordinals=ordinals))
     converted = _OUT_OF_RE.sub(r"\1/\2", converted)
+    # the low end of a range, and the first of two dimensions, take the unit of the second:
+    # "four to six hours" is 4 hours, "two by three centimeters" 2 cm
+    range_units = {
+        m.start(1): (m.group(3) or "").lower()
+        for pattern in (_RANGE_RE, _DIMENSIONS_RE)
+        for m in pattern.finditer(converted)
+    }
     found: list[Quantity] = []
     for m in _NUMBER_RE.finditer(converted):
-        raw_unit = (m.group(2) or "").lower()
-        unit = _UNITS.get(raw_unit)
-        if unit is None and raw_unit.endswith("s"):
-            unit = _UNITS.get(raw_unit[:-1])
+        unit = None
+        for raw_unit in ((m.group(2) or "").lower(), range_units.get(m.start(), "")):
+            unit = _UNITS.get(raw_unit)
+            if unit is None and raw_unit.endswith("s"):
+                unit = _UNITS.get(raw_unit[:-1])
+            if unit is not None:
+                break
         value = _canonical(m.group(1))
         if unit is None and "/" in value:
             # "4/10" is a score (pain, strength "4/5"); "132/84" a blood pressure
             unit = "score" if float(value.split("/")[1]) <= 10 else "mmhg"
-        display = f"{m.group(1)} {unit}" if unit and unit != "%" else m.group(1) + (unit or "")
+        display = (
+            f"{m.group(1)} {unit}" if unit and unit not in {"%", "+"} else m.group(1) + (unit or "")
+        )
         near = tokens(converted[: m.start()])[-3:] + tokens(converted[m.end() :])[:3]
         context = frozenset(
             stem(t) for t in near if t.isalpha() and len(t) > 2 and t not in _STOPWORDS
@@ -608,6 +622,13 @@ def _same(a: Quantity, b: Quantity) -> bool:
     return a.value == b.value and (a.unit is None or b.unit is None or a.unit == b.unit)
 
 
+def _counted(text: str, found: list[Quantity]) -> list[Quantity]:
+    """``found`` (the quantities of ``text``) without the bare numbers that ordinals make."""
+    return [q for q in found if q.unit] + [
+        q for q in quantities(text, ordinals=False) if not q.unit
+    ]
+
+
 def _related_sentences(statement: str, sentences: Sequence[str]) -> str:
     """Source sentences sharing at least two content words with the statement."""
     wanted = _content_stems(statement)
@@ -619,6 +640,9 @@ _RANGE_RE = re.compile(
     r"(?<![\w./])(\d+(?:\.\d+)?)\s*(?:-\s*to\s*-|to|or|-)\s*(\d+(?:\.\d+)?)(?![\w./])"
     r"(?:\s*-?\s*([a-z]+))?",
     re.I,
+)
+_DIMENSIONS_RE = re.compile(
+    r"(?<![\w./])(\d+(?:\.\d+)?)\s*(?:x|by)\s*(\d+(?:\.\d+)?)\s*([a-z]+)", re.I
 )
 # A name with a number in it: "covid-19", "indole-3-carbinol", "b12" (vitamins).
 _NUMBERED_NAME_RE = re.compile(
@@ -702,14 +726,22 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
     if not wanted:
         return AGREE
     have = quantities(evidence)
-    if source_sentences and not all(any(_same(q, h) for h in have) for q in wanted):
+    # a value with a unit is not borne out by a bare ordinal ("2.0 cc" by "the second time")
+    counted = _counted(evidence, have)
+    if source_sentences and not all(
+        any(_same(q, h) for h in (counted if q.unit else have)) for q in wanted
+    ):
         # a value may be said elsewhere in the source, next to the same topic
-        have = have + quantities(_related_sentences(statement, source_sentences))
+        related = _related_sentences(statement, source_sentences)
+        also = quantities(related)
+        have, counted = have + also, counted + _counted(related, also)
     # "132/84" in a statement is borne out by "132 over 84" in speech.
     spoken = re.findall(r"(\d+)\s+over\s+(\d+)", _digits(evidence))
     values = {h.value for h in have} | {_canonical(f"{a}/{b}") for a, b in spoken}
     for q in wanted:
-        if any(_same(q, h) for h in have) or ("/" in q.value and q.value in values):
+        if any(_same(q, h) for h in (counted if q.unit else have)) or (
+            "/" in q.value and q.value in values
+        ):
             continue
         if "/" in q.value and all(part in values for part in q.value.split("/")):
             continue

@@ -887,3 +887,26 @@ def test_no_patient_text_in_logs(
     logged = "\n".join(r.getMessage() for r in caplog.records)
     for word in ("Zebulon", "Quartermaine", "metformin", "1000", "Xylophone", "chest"):
         assert word not in logged
+
+
+def test_range_and_dimension_units_and_grades() -> None:
+    # the low end of a spoken range has the range's unit: "four to six hours" is no 4 puffs
+    said = ["albuterol two puffs every four to six hours , and symbicort two puffs twice a day"]
+    check = compare_facts("Symbicort 4 puffs twice a day.", said)
+    assert (check.status, check.reason) == ("conflict", "dose differs: 4 puff vs 2 puff")
+    assert compare_facts("Symbicort 2 puffs twice a day.", said).status == "agree"
+    assert compare_facts("Albuterol every 4 to 6 hours.", said).status == "agree"
+    # so does the first of two dimensions
+    lesion = ["there is a two by three centimeter ulcer"]
+    assert compare_facts("A 2 x 3 cm ulcer.", lesion).status == "agree"
+    assert compare_facts("A 4 cm ulcer.", lesion).status == "conflict"
+    # a dose is not borne out by an ordinal ("the second time")
+    said = ["we tried a second time with one cc of celestone"]
+    check = compare_facts("Tried a 2nd time with 2.0 cc of Celestone.", said)
+    assert (check.status, check.reason) == ("conflict", "dose differs: 2.0 ml vs 1 ml")
+    assert compare_facts("Tried a 2nd time with 1 cc of Celestone.", said).status == "agree"
+    # a grade, written or spoken
+    check = compare_facts("2+ edema of the legs.", ["you have this one plus edema in your legs"])
+    assert (check.status, check.reason) == ("conflict", "number differs: 2+ vs 1+")
+    assert compare_facts("1+ edema.", ["one plus edema in your legs"]).status == "agree"
+    assert compare_facts("2+ radial pulses.", ["two plus radial pulses"]).status == "agree"
