@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 from typing import Literal
 
@@ -1505,6 +1506,9 @@ def _compare_negation(
     conflict = _predicate_conflict(reading.predicates, evidence_sentences)
     if conflict is not None:
         return conflict
+    conflict = _denied_clause_conflict(statement, evidence_sentences, source_sentences)
+    if conflict is not None:
+        return conflict
     named = (_source_stems(tuple(source_sentences)), _source_stems(tuple(evidence_sentences)))
 
     def unsaid(word: str) -> bool:
@@ -1589,6 +1593,50 @@ def _predicate_conflict(
             return FactCheck(
                 "conflict", f"negation differs: the statement {how[0]} a verb the evidence {how[1]}"
             )
+    return None
+
+
+# A denied clause: "she denies that she has been taking ibuprofen", "denies he is a smoker".
+_DENIED_CLAUSE_RE = re.compile(
+    r"\b(?:denies|denied|denying)\s+(?:that\s+|(?=(?:he|she|they|there)\s))"
+    r"(.+?)(?=[;.]|,?\s+but\b|$)",
+    re.I,
+)
+
+
+def _said_stems(text: str) -> set[str]:
+    return {stem(t) for t in tokens(text) if _content(t) and stem(t) not in _GENERIC}
+
+
+def _negates(sentence: str) -> bool:
+    return any(t in _NEG_CUES or t.endswith("n't") for t in tokens(sentence))
+
+
+def _denied_clause_conflict(
+    statement: str, evidence_sentences: Sequence[str], source_sentences: Sequence[str]
+) -> FactCheck | None:
+    """A clause the statement denies that a sentence states plainly, with no negation in it:
+    an evidence sentence sharing two of its words ("denies that her heart has been doing
+    well" against "my heart's been doing well"), or any source sentence sharing half of them
+    (three at least). A clause that holds a negation of its own is not read."""
+    for m in _DENIED_CLAUSE_RE.finditer(statement):
+        clause = m.group(1)
+        if _negates(clause):
+            continue
+        words = _said_stems(clause)
+        elsewhere = max(3, (len(words) + 1) // 2)
+        for sentence, enough in chain(
+            ((x, 2) for x in evidence_sentences), ((x, elsewhere) for x in source_sentences)
+        ):
+            if is_question(sentence) or _negates(sentence):
+                continue
+            shared = words & _said_stems(_SPEAKER_RE.sub("", sentence))
+            if len(shared) >= enough:
+                return FactCheck(
+                    "conflict",
+                    "negation differs: the statement denies what the evidence states",
+                    max(sorted(shared), key=len),
+                )
     return None
 
 

@@ -910,3 +910,30 @@ def test_range_and_dimension_units_and_grades() -> None:
     assert (check.status, check.reason) == ("conflict", "number differs: 2+ vs 1+")
     assert compare_facts("1+ edema.", ["one plus edema in your legs"]).status == "agree"
     assert compare_facts("2+ radial pulses.", ["two plus radial pulses"]).status == "agree"
+
+
+def test_a_denied_clause_against_what_the_source_states() -> None:
+    said = ["my heart's been doing , doing well , and arteries have been looking good ."]
+    heart = "She denies that her heart has been doing well and her arteries look good."
+    check = compare_facts(heart, said)
+    assert (check.status, check.reason) == (
+        "conflict",
+        "negation differs: the statement denies what the evidence states",
+    )
+    # a clause with a negation of its own is not read this way; a source sentence that says
+    # the clause with a negation, or asks it, does not state it
+    twice = "She denies that her heart is not doing well and her arteries look good."
+    assert compare_facts(twice, said).reason != check.reason
+    denied = ["my heart has not been doing well and my arteries do not look good"]
+    assert compare_facts(heart, denied).reason != check.reason
+    asked = ["has your heart been doing well and your arteries looking good ?"]
+    assert compare_facts(heart, asked).status == "agree"
+    # elsewhere in the source it takes half the clause's words
+    source = [
+        "how is work going",
+        "it really bothers me when i sit for long periods of time at my desk at work .",
+    ]
+    statement = "She denies that she has pain when she sits for long periods at her desk at work."
+    assert compare_facts(statement, source[:1], source).status == "conflict"
+    chair = "She denies that her desk chair is comfortable."
+    assert compare_facts(chair, source[:1], source).status == "agree"
