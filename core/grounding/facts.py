@@ -1179,7 +1179,7 @@ def _reply(sentence: str) -> bool | None:
     return None
 
 
-_QUESTION_RUN = 6  # questions in a row that one reply may answer
+QUESTION_RUN = 6  # questions in a row that one reply may answer
 
 
 def _named_in_reply(reply: str, listed: set[str]) -> set[str]:
@@ -1216,6 +1216,17 @@ def _short_question(sentence: str) -> bool:
     return is_question(sentence) and len(sentence.split()) <= 16
 
 
+def reply_index(sentences: Sequence[str], i: int) -> int:
+    """Index of the sentence that answers sentence ``i``: the next one, or, after a run of
+    short questions answered at once ("chest pain ?" "shortness of breath ?" "no"), the
+    first after the run."""
+    j = i + 1
+    if is_question(sentences[i]):
+        while j < min(len(sentences) - 1, i + QUESTION_RUN) and _short_question(sentences[j]):
+            j += 1
+    return j
+
+
 def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
     """Polarity of the terms of sentence ``i``; a question answered "no" negates what it
     asked, answered "yes" asserts it, and is otherwise undecided. Wh-questions ("how far are
@@ -1223,11 +1234,7 @@ def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
     sentence = sentences[i]
     toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", sentence)))
     question = is_question(sentence)
-    j = i + 1
-    if question:
-        # a run of questions answered at once: "chest pain ?" "shortness of breath ?" "no"
-        while j < min(len(sentences) - 1, i + _QUESTION_RUN) and _short_question(sentences[j]):
-            j += 1
+    j = reply_index(sentences, i)
     reply = _reply(sentences[j]) if j < len(sentences) else None
     pol, asked = _polarity(toks)
     words = [t for t in toks if t.isalpha()]

@@ -27,10 +27,12 @@ from rapidfuzz import fuzz
 from core.checks import OK, CheckStatus, failed, skipped, unavailable
 from core.grounding.facts import (
     DATA_DIR,
+    QUESTION_RUN,
     FactCheck,
     compare_facts,
     is_question,
     mentions,
+    reply_index,
     statement_terms,
 )
 from core.grounding.inference import Judgement, llm_judge, nli_judge
@@ -170,9 +172,12 @@ class _SourceIndex:
         return [s.text for s in sentences[lo:hi]]
 
     def focus(self, unit: _Unit) -> list[str]:
-        """The unit's own sentences plus the next one (the reply to a question)."""
+        """The unit's own sentences plus the next one, or, when the unit ends in a run of
+        questions, up to the reply to them ("any recent flare ups ?" "any back pain ?" "no")."""
         sentences = self.sentences[unit.chunk]
-        return [s.text for s in sentences[unit.first : unit.last + 2]]
+        ahead = [s.text for s in sentences[unit.last : unit.last + QUESTION_RUN + 1]]
+        end = unit.last + reply_index(ahead, 0) + 1
+        return [s.text for s in sentences[unit.first : end]]
 
     def lead_in(self, chunk: int, start: int, end: int, words: int = 3) -> str:
         """The matched text ``[start, end)`` with up to ``words`` word(s) before it in its

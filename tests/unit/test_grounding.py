@@ -937,3 +937,19 @@ def test_a_denied_clause_against_what_the_source_states() -> None:
     assert compare_facts(statement, source[:1], source).status == "conflict"
     chair = "She denies that her desk chair is comfortable."
     assert compare_facts(chair, source[:1], source).status == "agree"
+
+
+def test_a_run_of_questions_is_read_with_its_reply() -> None:
+    dialogue = (
+        "[doctor] i know you had kidney stones a couple of years ago . any recent flare ups ? "
+        "have you had any back pain , flank pain , anything like that ?\n"
+        "[patient] no , nothing like that ."
+    )
+    src = [SourceChunk("visit", dialogue, "transcript")]
+    v = GroundingVerifier(embedder=FakeEmbedder(), transcript_threshold=0.2)  # type: ignore[arg-type]
+    result = v.verify("She reports recent flare ups.", src).statements[0]
+    assert (result.status, result.reason) == (
+        "contradicted",
+        "negation differs: the statement asserts 'flare', the evidence negates it",
+    )
+    assert v.verify("She denies recent flare ups.", src).statements[0].is_grounded
