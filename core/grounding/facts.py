@@ -890,7 +890,12 @@ _SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
 _FINDING_PHRASES = tuple(
     (re.compile(pattern, re.I), word)
     for pattern, word in (
-        (r"\bshort(?:ness)? of breath\b|\bsob\b|\bbreathless(?:ness)?\b", "dyspnea"),
+        (
+            r"\bshort(?:ness)? of breath\b|\bsob\b|\bbreathless(?:ness)?\b|\bout of breath\b"
+            r"|\b(?:difficulty|trouble|problems?) (?:with )?breathing\b"
+            r"|\bhard (?:time )?(?:to )?breath(?:e|ing)\b|\bcatch (?:my|your|his|her) breath\b",
+            "dyspnea",
+        ),
         (
             r"\b(?:pain|burning|discomfort) (?:with|when|on|while) (?:you |i |he |she )?"
             r"(?:urination|urinating|urinate|peeing|pee)\b",
