@@ -21,6 +21,8 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
+from core.grounding.drugnames import drug_names, generics_in
+
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 FactStatus = Literal["agree", "missing", "conflict"]
@@ -1862,16 +1864,18 @@ def _contains(haystack: str, phrase: str) -> bool:
     return re.search(rf"(?<![a-z]){re.escape(phrase)}(?![a-z])", haystack) is not None
 
 
-def drug_mentions(text: str) -> list[str]:
-    """Drug names in ``text`` (lexicon and drug-class suffixes), lower-cased, brands kept."""
-    return list(_drug_mentions(text))
+def drug_mentions(text: str, *, dictionary: bool = True) -> list[str]:
+    """Drug names in ``text`` (lexicon, drug dictionary unless ``dictionary`` is false, and
+    drug-class suffixes), lower-cased, brands kept."""
+    return list(_drug_mentions(text, dictionary))
 
 
 @lru_cache(maxsize=8192)
-def _drug_mentions(text: str) -> tuple[str, ...]:
+def _drug_mentions(text: str, dictionary: bool = True) -> tuple[str, ...]:
     lex = load_lexicon()
+    names = drug_names() if dictionary else {}
     low = text.lower()
-    found = [w for w in dict.fromkeys(re.findall(r"[a-z]+", low)) if w in lex.drugs]
+    found = [w for w in dict.fromkeys(re.findall(r"[a-z]+", low)) if w in lex.drugs or w in names]
     found += [m for m in dict.fromkeys(_DRUG_SUFFIX_RE.findall(low)) if m not in found]
     return tuple(found)
 
@@ -1910,7 +1914,11 @@ def _drug_found(drug: str, text_low: str) -> bool:
     lex = load_lexicon()
     names = {drug, lex.drug_brands.get(drug, drug)}
     names |= {brand for brand, generic in lex.drug_brands.items() if generic in names}
-    return any(_fuzzy_in(n, text_low) for n in names)
+    if any(_fuzzy_in(n, text_low) for n in names):
+        return True
+    # a brand and its generic name, or two brands of one drug ("norvasc" / "amlodipine")
+    generics = drug_names().get(drug, frozenset()) | names
+    return not generics.isdisjoint(generics_in(text_low))
 
 
 # An enlarged organ is said in plain words: "your thyroid's a bit enlarged" (thyromegaly).

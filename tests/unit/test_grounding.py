@@ -956,3 +956,39 @@ def test_a_run_of_questions_is_read_with_its_reply() -> None:
         "negation differs: the statement asserts 'flare', the evidence negates it",
     )
     assert v.verify("She denies recent flare ups.", src).statements[0].is_grounded
+
+
+def test_drug_dictionary_names_brands_and_generics() -> None:
+    from core.grounding.drugnames import drug_names
+
+    names = drug_names()
+    assert names["norvasc"] == {"amlodipine"}
+    assert names["tylenol"] == {"acetaminophen"}
+    assert "hydroxyzine" in names
+    # drug classes, reagents and plain words the dictionary also lists are left out
+    for word in ("antibiotics", "statin", "sits", "diamonds", "luminal"):
+        assert word not in names
+    # a drug the packaged lexicon lacks is named; a brand meets its generic name
+    check = compare_facts("He takes hydroxyzine at night.", ["i take ibuprofen at night"])
+    assert (check.status, check.reason) == (
+        "conflict",
+        "named drug differs: hydroxyzine vs ibuprofen",
+    )
+    said = ["i take the amlodipine five milligrams every day"]
+    assert compare_facts("Takes Norvasc 5 mg daily.", said).status == "agree"
+    assert compare_facts("Takes Toprol 5 mg daily.", said).status == "conflict"
+
+
+def test_drug_dictionary_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from core.grounding import drugnames
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    drugnames.drug_names.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="drug-named-entity-recognition"):
+            drugnames.drug_names()
+    finally:
+        monkeypatch.undo()
+        drugnames.drug_names.cache_clear()
