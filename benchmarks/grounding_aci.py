@@ -132,12 +132,13 @@ def make_perturbers() -> dict[str, Callable[[str, random.Random, str], str | Non
     from core.grounding.facts import condition_mentions, drug_mentions
 
     def drug(s: str, rng: random.Random, dialogue: str) -> str | None:
-        # the drugs replaced are found by the packaged lexicon alone, so that the perturbed
-        # set stays the same as the verifier's drug dictionary grows
+        # the drugs (and conditions) replaced are found by the packaged lexicon alone, so
+        # that the perturbed set stays the same as the verifier's dictionaries grow
         return _replace_name(s, drug_mentions(s, dictionary=False), NEW_DRUGS, rng, dialogue)
 
     def diagnosis(s: str, rng: random.Random, dialogue: str) -> str | None:
-        return _replace_name(s, condition_mentions(s), NEW_CONDITIONS, rng, dialogue)
+        found = condition_mentions(s, dictionary=False)
+        return _replace_name(s, found, NEW_CONDITIONS, rng, dialogue)
 
     return {
         "number": perturb_number,

