@@ -1077,7 +1077,10 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
             # before "is intact" starts a clause of its own
             marks[i - 1] = True
             scope = 0
-        if scope > 0 and (tok in {",", "or", "nor"} or (tok == "and" and prev == ",")):
+        used_up = not speech and cue >= 0 and i > 0 and marks[i - 1] is False and _content(prev)
+        if (scope > 0 or used_up) and (tok in {",", "or", "nor"} or (tok == "and" and prev == ",")):
+            # a list renews the scope; in writing, also when its last item used the scope up
+            # ("denies black stools , heavy menstrual bleeding , weight loss , or syncope")
             scope = max(scope, _LIST_ITEM)
             continue
         if (

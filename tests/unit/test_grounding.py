@@ -495,6 +495,12 @@ def test_dates_are_compared_written_or_spoken() -> None:
         ("Reports dysuria.", ["any pain with urination ?", "no"], "conflict"),
         ("Denies shortness of breath.", ["are you short of breath ?", "no"], "agree"),
         ("Denies syncope.", ["i passed out twice last week"], "conflict"),
+        # a written list goes on after an item that used the denial's scope up
+        (
+            "Denies black stools, heavy menstrual bleeding, weight loss, or syncope.",
+            ["i passed out twice last week"],
+            "conflict",
+        ),
         ("Denies shortness of breath.", ["i'm having difficulty breathing sometimes"], "conflict"),
         ("Denies dyspnea.", ["i stop to catch my breath on the stairs"], "conflict"),
         ("Reports dyspnea.", ["any trouble breathing ?", "no"], "conflict"),
