@@ -292,6 +292,7 @@ _BABY_ASPIRIN_RE = re.compile(r"\b(?:baby|low[- ]dose) aspirin\b", re.I)
 # "a pack and a half" is 1.5 packs, "an hour and a half" 1.5 hours.
 _A_UNIT_AND_A_HALF_RE = re.compile(r"\ban? ([a-z]+) and a half\b", re.I)
 _HALF_RE = re.compile(r"\b(?:a|one) half\b|\bhalf (?:a|an)\b", re.I)
+_HALF_HOUR_RE = re.compile(r"\b(?:(?:a|one) )?half (?:an? )?hour\b", re.I)  # 30 minutes
 
 
 _ROUND = frozenset({"hundred", "thousand"})
@@ -401,6 +402,7 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     text = _BABY_ASPIRIN_RE.sub("aspirin 81 mg", text)
     text = _AND_A_HALF_RE.sub(lambda m: f"{m.group(1)} point 5", text)
     text = _A_UNIT_AND_A_HALF_RE.sub(r"1.5 \1", text)
+    text = _HALF_HOUR_RE.sub("30 minutes", text)
     text = _HALF_RE.sub("0.5", text)
     text = _SPINE_LEVEL_RE.sub(_spine_level, text)
     if ordinals:
@@ -626,9 +628,23 @@ def _content_stems(text: str) -> set[str]:
     }
 
 
+# Units one is a whole number of another: "half an hour" is 30 minutes.
+_UNIT_SIZES = {("hour", "minute"): 60, ("week", "day"): 7, ("year", "month"): 12}
+
+
 def _same(a: Quantity, b: Quantity) -> bool:
-    """Same value, and same unit when both have one."""
-    return a.value == b.value and (a.unit is None or b.unit is None or a.unit == b.unit)
+    """Same value, and same unit when both have one (or the same amount in a larger or
+    smaller unit of time: "0.5 hour" is "30 minute")."""
+    if a.value == b.value and (a.unit is None or b.unit is None or a.unit == b.unit):
+        return True
+    for (big, small), size in _UNIT_SIZES.items():
+        for x, y in ((a, b), (b, a)):
+            if x.unit == big and y.unit == small:
+                try:
+                    return abs(float(x.value) * size - float(y.value)) < 1e-9
+                except ValueError:
+                    return False
+    return False
 
 
 def _counted(text: str, found: list[Quantity]) -> list[Quantity]:

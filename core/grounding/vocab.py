@@ -86,7 +86,7 @@ def condition_names() -> dict[str, frozenset[str]]:
 
 @lru_cache(maxsize=1)
 def condition_headings() -> dict[str, frozenset[str]]:
-    """Every name of a kept condition, one-word names and abbreviations too ("std",
+    """Every name of a kept condition, one-word names and abbreviations too ("stds",
     "gerd"), with its MeSH heading(s): what tells that a source names a condition."""
     variants, details = _load(
         _DISEASE_PACKAGE,

@@ -1039,3 +1039,15 @@ def test_dictionary_missing_is_a_clear_error(
     finally:
         monkeypatch.undo()
         load.cache_clear()
+
+
+def test_amounts_of_time_in_another_unit() -> None:
+    said = ["after about a half an hour i was very short of breath"]
+    assert compare_facts("After 30 minutes he was short of breath.", said).status == "agree"
+    check = compare_facts("After 40 minutes he was short of breath.", said)
+    assert (check.status, check.reason) == ("conflict", "number differs: 40 minute vs 30 minute")
+    assert compare_facts("Walked for 90 minutes.", ["i walked for an hour and a half"]).status == (
+        "agree"
+    )
+    assert compare_facts("Swelling for 2 weeks.", ["swelling for fourteen days"]).status == "agree"
+    assert compare_facts("Swelling for 3 weeks.", ["swelling for fourteen days"]).status != "agree"
