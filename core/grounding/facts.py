@@ -1643,12 +1643,8 @@ _DENIED_CLAUSE_RE = re.compile(
 )
 
 
-def _said_stems(text: str) -> set[str]:
-    return {stem(t) for t in tokens(text) if _content(t) and stem(t) not in _GENERIC}
-
-
 def _negates(sentence: str) -> bool:
-    return any(t in _NEG_CUES or t.endswith("n't") for t in tokens(sentence))
+    return any(t in _NEG_CUES for t in tokens(sentence))  # "n't" is read as "not"
 
 
 def _denied_clause_conflict(
@@ -1662,14 +1658,14 @@ def _denied_clause_conflict(
         clause = m.group(1)
         if _negates(clause):
             continue
-        words = _said_stems(clause)
+        words = _word_stems(clause) - _GENERIC
         elsewhere = max(3, (len(words) + 1) // 2)
         for sentence, enough in chain(
             ((x, 2) for x in evidence_sentences), ((x, elsewhere) for x in source_sentences)
         ):
             if is_question(sentence) or _negates(sentence):
                 continue
-            shared = words & _said_stems(_SPEAKER_RE.sub("", sentence))
+            shared = words & _word_stems(_SPEAKER_RE.sub("", sentence))
             if len(shared) >= enough:
                 return FactCheck(
                     "conflict",
@@ -1982,7 +1978,6 @@ def _condition_found(condition: str, text_low: str) -> bool:
     if not headings.isdisjoint(headings_in(text_low)):
         return True
     # a dictionary name said in other words: "gastroesophageal reflux" where a visit says
-    # "reflux", "lung inflammation" for "the inflammation in your lungs"
     # "reflux", "lung inflammation" for "the inflammation in your lungs": its head word is
     # enough, unless that word names no disease of its own ("disease", "syndrome", ...)
     if condition in lex.conditions or condition not in condition_names():
