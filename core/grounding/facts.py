@@ -1804,7 +1804,7 @@ def _compare_laterality(
             return FactCheck("conflict", f"laterality differs: {side} vs {other} {word}")
     near = _sides(evidence)
     if {"left", "right"} <= near:
-        clash = _clause_side(statement, evidence)
+        clash = _clause_side(statement, evidence) or _swapped_values(statement, evidence)
         if clash:
             return clash
     for side in sorted(wanted):
@@ -1825,6 +1825,34 @@ def _compare_laterality(
         if side not in _sides(source):
             return FactCheck("missing", f"laterality {side} not found in the source")
     return _source_side(statement, source_sentences or (source,)) or AGREE
+
+
+_VALUE_CLAUSE_RE = re.compile(r"[,;.]|\band\b|\bbut\b|\bwhile\b", re.I)
+
+
+def _side_values(text: str) -> set[tuple[str, str]]:
+    """(side, value) for each clause naming one side and one value ("4/5 on the left",
+    "the right is about 4 out of 5")."""
+    out = set()
+    for clause in _VALUE_CLAUSE_RE.split(text):
+        sides, values = _sides(clause) - {"bilateral"}, quantities(clause)
+        if len(sides) == 1 and len(values) == 1:
+            out.add((next(iter(sides)), values[0].value))
+    return out
+
+
+def _swapped_values(statement: str, evidence: str) -> FactCheck | None:
+    """A value the statement gives one side that the evidence gives the other side, while
+    giving this side another ("4/5 on the left and 3/5 on the right" against "the right is
+    about 4 out of 5 , the left is about 3 out of 5")."""
+    said = _side_values(evidence)
+    for side, value in sorted(_side_values(statement)):
+        other = "right" if side == "left" else "left"
+        if (side, value) in said or (other, value) not in said:
+            continue
+        if any(s == side for s, _ in said):
+            return FactCheck("conflict", f"laterality differs: {value} on the {side} vs {other}")
+    return None
 
 
 @lru_cache(maxsize=256)

@@ -1051,3 +1051,17 @@ def test_amounts_of_time_in_another_unit() -> None:
     )
     assert compare_facts("Swelling for 2 weeks.", ["swelling for fourteen days"]).status == "agree"
     assert compare_facts("Swelling for 3 weeks.", ["swelling for fourteen days"]).status != "agree"
+
+
+def test_values_given_to_the_other_side() -> None:
+    said = ["the right is about 4 out of 5 , the left is about 3 out of 5 ."]
+    check = compare_facts("Strength 4/5 on the left and 3/5 on the right.", said)
+    assert (check.status, check.reason) == (
+        "conflict",
+        "laterality differs: 4/5 on the left vs right",
+    )
+    assert compare_facts("Strength 4/5 on the right and 3/5 on the left.", said).status == "agree"
+    # a value said of one side only is not a swap
+    assert compare_facts("Strength 4/5 on the right.", ["4 out of 5 on the right"]).status == (
+        "agree"
+    )
