@@ -27,6 +27,7 @@ from core.grounding.vocab import (
     drug_names,
     generics_in,
     headings_in,
+    numbered_conditions,
 )
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -729,7 +730,12 @@ def _compare_numbered_names(statement: str, source: str) -> FactCheck:
     said: dict[str, set[str]] = {}
     for name, number in _numbered_names(source):
         said.setdefault(name, set()).add(number)
+    known = numbered_conditions()
     for name, number in _numbered_names(statement):
+        if name in known and number not in known[name] and number not in said.get(name, ()):
+            # no disease has that name: "covid-24" (the source may say just "covid")
+            other = sorted(known[name])[0]
+            return FactCheck("conflict", f"name differs: {name} {number} vs {name} {other}")
         if name in said and number not in said[name]:
             other = sorted(said[name])[0]
             first, *rest = name.split(" ", 1)

