@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -211,8 +212,11 @@ _UNITS = {
     "minutes": "minute",
     "min": "minute",
     "times": "times",
+    "time": "times",
     "tablet": "tablet",
     "tablets": "tablet",
+    "tab": "tablet",
+    "tabs": "tablet",
     "pill": "tablet",
     "pills": "tablet",
     "puff": "puff",
@@ -293,6 +297,7 @@ _BABY_ASPIRIN_RE = re.compile(r"\b(?:baby|low[- ]dose) aspirin\b", re.I)
 # "a pack and a half" is 1.5 packs, "an hour and a half" 1.5 hours.
 _A_UNIT_AND_A_HALF_RE = re.compile(r"\ban? ([a-z]+) and a half\b", re.I)
 _HALF_RE = re.compile(r"\b(?:a|one) half\b|\bhalf (?:a|an)\b", re.I)
+_ONCE_TWICE_RE = re.compile(r"\b(?:once|twice)\b", re.I)  # "twice daily" is 2 times daily
 _HALF_HOUR_RE = re.compile(r"\b(?:(?:a|one) )?half (?:an? )?hour\b", re.I)  # 30 minutes
 
 
@@ -407,6 +412,10 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     text = _HALF_RE.sub("0.5", text)
     text = _SPINE_LEVEL_RE.sub(_spine_level, text)
     if ordinals:
+        # a statement's "once daily" says no more than "daily": only evidence reads it
+        text = _ONCE_TWICE_RE.sub(
+            lambda m: "2 times" if m.group().lower() == "twice" else "1 time", text
+        )
         text = _ORDINAL_RE.sub(lambda m: _ordinal(m.group(1)), text)
         text = _COUPLE_RE.sub("2 ", text)
     text = _ORDINAL_SUFFIX_RE.sub(r"\1", text)
@@ -490,7 +499,9 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
             # "4/10" is a score (pain, strength "4/5"); "132/84" a blood pressure
             unit = "score" if float(value.split("/")[1]) <= 10 else "mmhg"
         display = (
-            f"{m.group(1)} {unit}" if unit and unit not in {"%", "+"} else m.group(1) + (unit or "")
+            f"{m.group(1)} {unit}"
+            if unit and unit not in {"%", "+", "score"}
+            else m.group(1) + (unit if unit in {"%", "+"} else "")
         )
         near = tokens(converted[: m.start()])[-3:] + tokens(converted[m.end() :])[:3]
         context = frozenset(
@@ -648,6 +659,14 @@ def _same(a: Quantity, b: Quantity) -> bool:
     return False
 
 
+def _parts_said(parts: list[str], values: list[str]) -> bool:
+    """Whether each part of "132/84" is said on its own, as often as the parts need it
+    ("7/7" takes two sevens, not the one of "a seven out of ten")."""
+    pool = Counter(values)
+    pool.subtract(parts)
+    return all(pool[part] >= 0 for part in parts)
+
+
 def _counted(text: str, found: list[Quantity]) -> list[Quantity]:
     """``found`` (the quantities of ``text``) without the bare numbers that ordinals make."""
     return [q for q in found if q.unit] + [
@@ -774,7 +793,7 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
             "/" in q.value and q.value in values
         ):
             continue
-        if "/" in q.value and all(part in values for part in q.value.split("/")):
+        if "/" in q.value and _parts_said(q.value.split("/"), [h.value for h in have]):
             continue
         if q.value.endswith("/10") and any(
             h.unit is None and h.value == q.value.split("/")[0] for h in have

@@ -1071,3 +1071,21 @@ def test_values_given_to_the_other_side() -> None:
     assert compare_facts("Strength 4/5 on the right.", ["4 out of 5 on the right"]).status == (
         "agree"
     )
+
+
+def test_tablets_times_and_scores_with_repeated_parts() -> None:
+    said = ["order a refill of fosamax 1 tab per week"]
+    check = compare_facts("Continue Fosamax 2 tab per week.", said)
+    assert (check.status, check.reason) == ("conflict", "dose differs: 2 tablet vs 1 tablet")
+    # spoken "once" and "twice" count the times; a written "once daily" asks nothing more
+    said = ["metoprolol , 25 milligrams , twice a day"]
+    assert compare_facts("Metoprolol 25 mg 2 times per day.", said).status == "agree"
+    assert compare_facts("Metoprolol 25 mg 3 times per day.", said).status == "conflict"
+    assert compare_facts("Crestor 20 mg once a day.", ["crestor 20 milligrams a day"]).status == (
+        "agree"
+    )
+    # each part of a score is said as often as it is needed
+    said = ["it's about a seven . a seven out of 10 pain"]
+    check = compare_facts("She rates her pain 7/7.", said)
+    assert (check.status, check.reason) == ("missing", "score 7/7 not found in the evidence")
+    assert compare_facts("She rates her pain 7/10.", said).status == "agree"
