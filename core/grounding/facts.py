@@ -784,7 +784,8 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
         # a value may be said elsewhere in the source, next to the same topic
         related = _related_sentences(statement, source_sentences)
         also = quantities(related)
-        have, counted = have + also, counted + _counted(related, also)
+        # (there, a value with a unit is borne out only by the same value with its unit)
+        have, counted = have + also, counted + [h for h in also if h.unit]
     # "132/84" in a statement is borne out by "132 over 84" in speech.
     spoken = re.findall(r"(\d+)\s+over\s+(\d+)", _digits(evidence))
     values = {h.value for h in have} | {_canonical(f"{a}/{b}") for a, b in spoken}

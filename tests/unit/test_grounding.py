@@ -1089,3 +1089,14 @@ def test_tablets_times_and_scores_with_repeated_parts() -> None:
     check = compare_facts("She rates her pain 7/7.", said)
     assert (check.status, check.reason) == ("missing", "score 7/7 not found in the evidence")
     assert compare_facts("She rates her pain 7/10.", said).status == "agree"
+
+
+def test_a_value_said_elsewhere_needs_its_unit() -> None:
+    near = ["so tell me what brings you in"]
+    statement = "The swelling started after hiking for 4 hours."
+    # "a four" said of the swelling is no 4 hours
+    source = [*near, "the swelling started after hiking for three hours", "hiking swelling a four"]
+    check = compare_facts(statement, near, source)
+    assert (check.status, check.reason) == ("conflict", "number differs: 4 hour vs 3 hour")
+    source = [*near, "the swelling started after hiking for four hours"]
+    assert compare_facts(statement, near, source).status == "agree"
