@@ -391,6 +391,8 @@ _SPOKEN_DECIMAL_RE = re.compile(r"\b(\d+)\s+point\s+(\d+)\b|(?<![\d.])\bpoint\s+
 
 # Adjacent spine levels run together in speech: "c56" is C5-6.
 _SPINE_LEVEL_RE = re.compile(r"\b([ctl])([1-7])([2-8])\b", re.I)
+# "l4 l5", "l4-l5", "l4 to l5": the level L4-5 written out
+_SPINE_LEVELS_RE = re.compile(r"\b([ctl])(\d{1,2})\s*(?:-|to|and)?\s*\1(\d{1,2})\b", re.I)
 
 
 def _spine_level(m: re.Match[str]) -> str:
@@ -411,6 +413,7 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     text = _HALF_HOUR_RE.sub("30 minutes", text)
     text = _HALF_RE.sub("0.5", text)
     text = _SPINE_LEVEL_RE.sub(_spine_level, text)
+    text = _SPINE_LEVELS_RE.sub(_spine_level, text)
     if ordinals:
         # a statement's "once daily" says no more than "daily": only evidence reads it
         text = _ONCE_TWICE_RE.sub(

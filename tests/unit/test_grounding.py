@@ -321,6 +321,10 @@ def test_spoken_ranges_and_bare_pain_scores() -> None:
     said = ["significant disc degeneration at c56 and c67"]
     assert compare_facts("Disc degeneration at C5-6 and C6-7.", said).status == "agree"
     assert compare_facts("Disc degeneration at C5-8.", said).status != "agree"
+    # ... and so do the two levels named one after the other
+    said = ["the mri shows a disk herniation at the level of l4 l5 vertebrae"]
+    assert compare_facts("Disc herniation at L4-5.", said).status == "agree"
+    assert compare_facts("Disc herniation at L3-4.", said).status != "agree"
 
 
 def test_an_enlarged_organ_said_in_plain_words() -> None:
