@@ -294,9 +294,13 @@ _OUT_OF_RE = re.compile(r"\b(\d+)\s+out\s+of\s+(\d+)\b", re.I)
 _AND_A_HALF_RE = re.compile(rf"\b({_WORD_NUMBER}|\d+) and a half\b", re.I)
 # "baby aspirin" is its dose: 81 mg.
 _BABY_ASPIRIN_RE = re.compile(r"\b(?:baby|low[- ]dose) aspirin\b", re.I)
-# "a pack and a half" is 1.5 packs, "an hour and a half" 1.5 hours.
-_A_UNIT_AND_A_HALF_RE = re.compile(r"\ban? ([a-z]+) and a half\b", re.I)
+# "a pack and a half" is 1.5 packs, "an hour and a half" 1.5 hours, and so is "a tough
+# year-and-a-half" 1.5 years.
+_A_UNIT_AND_A_HALF_RE = re.compile(
+    r"\ban? ([a-z]+) and a half\b|\b(day|week|month|year|hour)[\s-]+and[\s-]+a[\s-]+half\b", re.I
+)
 _HALF_RE = re.compile(r"\b(?:a|one) half\b|\bhalf (?:a|an)\b", re.I)
+_NEXT_RE = re.compile(r"\bnext\s+(?=(?:day|week|month|year)\b)", re.I)
 _ONCE_TWICE_RE = re.compile(r"\b(?:once|twice)\b", re.I)  # "twice daily" is 2 times daily
 _HALF_HOUR_RE = re.compile(r"\b(?:(?:a|one) )?half (?:an? )?hour\b", re.I)  # 30 minutes
 
@@ -409,13 +413,14 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     ``ordinals``; evidence is read with them."""
     text = _BABY_ASPIRIN_RE.sub("aspirin 81 mg", text)
     text = _AND_A_HALF_RE.sub(lambda m: f"{m.group(1)} point 5", text)
-    text = _A_UNIT_AND_A_HALF_RE.sub(r"1.5 \1", text)
+    text = _A_UNIT_AND_A_HALF_RE.sub(lambda m: f"1.5 {m.group(1) or m.group(2)}", text)
     text = _HALF_HOUR_RE.sub("30 minutes", text)
     text = _HALF_RE.sub("0.5", text)
     text = _SPINE_LEVEL_RE.sub(_spine_level, text)
     text = _SPINE_LEVELS_RE.sub(_spine_level, text)
     if ordinals:
         # a statement's "once daily" says no more than "daily": only evidence reads it
+        text = _NEXT_RE.sub("1 ", text)  # "see you next week" (a statement's is no count)
         text = _ONCE_TWICE_RE.sub(
             lambda m: "2 times" if m.group().lower() == "twice" else "1 time", text
         )

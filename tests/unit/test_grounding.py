@@ -1104,3 +1104,16 @@ def test_a_value_said_elsewhere_needs_its_unit() -> None:
     assert (check.status, check.reason) == ("conflict", "number differs: 4 hour vs 3 hour")
     source = [*near, "the swelling started after hiking for four hours"]
     assert compare_facts(statement, near, source).status == "agree"
+
+
+def test_a_year_and_a_half_and_next_week() -> None:
+    said = ["it's been kind of a challenging year-and-a-half or so ."]
+    assert compare_facts("It has been a challenging year and a half.", said).status == "agree"
+    assert compare_facts("It has been a challenging 2.5 years.", said).status != "agree"
+    said = ["i wan na see you next week"]
+    assert compare_facts("Follow up in 1 week.", said).status == "agree"
+    assert compare_facts("Follow up in 2 weeks.", said).status != "agree"
+    # a statement's "next week" is no count of weeks
+    assert compare_facts("Call if no better over the next week.", ["call me this week"]).status == (
+        "agree"
+    )
