@@ -929,7 +929,11 @@ _ASKED_PARTICIPLES = frozenset(
     """.split()
 )
 # Verbs that pass a denial on to the clause they take: "i don't think i've had ...".
-_RAISING = frozenset("think say believe recall remember guess".split())
+_RAISING = frozenset(
+    "think say believe recall remember guess seem seems sound sounds appear appears".split()
+)
+# Words between a raising verb and what it raises: "does n't sound to be like you need".
+_RAISED_BY = frozenset({"that", "really", "to", "be", "like", "as", "if"})
 # A condition supposes what it says: "if his symptoms do not improve , ...".
 _CONDITIONS = frozenset({"if", "unless", "whether"})
 # "and" before these starts a new phrase, which ends a negation's scope.
@@ -1095,7 +1099,7 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
                 0 <= cue < i - 1
                 and toks[cue] == "not"
                 and toks[cue + 1] in _RAISING
-                and all(t in {"that", "really"} for t in toks[cue + 2 : i])
+                and all(t in _RAISED_BY for t in toks[cue + 2 : i])
             )
         ):
             scope = 0

@@ -499,6 +499,12 @@ def test_dates_are_compared_written_or_spoken() -> None:
         ("Reports dysuria.", ["any pain with urination ?", "no"], "conflict"),
         ("Denies shortness of breath.", ["are you short of breath ?", "no"], "agree"),
         ("Denies syncope.", ["i passed out twice last week"], "conflict"),
+        # "does n't sound like you need" denies the need, as "do n't think you need" does
+        (
+            "She does not need inhalers at this time.",
+            ["it does n't sound to be like you need any inhalers at this time ."],
+            "agree",
+        ),
         # a written list goes on after an item that used the denial's scope up
         (
             "Denies black stools, heavy menstrual bleeding, weight loss, or syncope.",
