@@ -1278,8 +1278,26 @@ _TAG_QUESTION_RE = re.compile(
 
 
 def is_question(sentence: str) -> bool:
-    """Whether a sentence asks (a tag such as "..., okay ?" does not make it ask)."""
-    return sentence.rstrip().endswith("?") and not _TAG_QUESTION_RE.search(sentence)
+    """Whether a sentence asks (a tag such as "..., okay ?" does not make it ask). A question
+    cut off by the reply ("have you had any fever-", "chest pain , shortness of breath ,
+    belly pain-") asks too."""
+    text = sentence.rstrip()
+    if text.endswith("-"):
+        return _cut_question(_SPEAKER_RE.sub("", text))
+    return text.endswith("?") and not _TAG_QUESTION_RE.search(sentence)
+
+
+def _cut_question(text: str) -> bool:
+    """A cut-off sentence that opens as a question, or lists findings and nothing else."""
+    toks = [t for t in tokens(_findings_as_words(text)) if t.isalpha() and t not in _FILLERS]
+    if len(toks) >= 2 and ((toks[0], toks[1]) in _ASK_PAIRS or toks[0] in _ASKS):
+        return True
+    findings = load_lexicon().findings
+    items = [tokens(_findings_as_words(item)) for item in text.rstrip("- ").split(",")]
+    return len(items) > 1 and all(
+        0 < len(item) <= 3 and any(stem(t) in findings or t in {"pain", "ache"} for t in item)
+        for item in items
+    )
 
 
 def _short_question(sentence: str) -> bool:

@@ -499,6 +499,10 @@ def test_dates_are_compared_written_or_spoken() -> None:
         ("Reports dysuria.", ["any pain with urination ?", "no"], "conflict"),
         ("Denies shortness of breath.", ["are you short of breath ?", "no"], "agree"),
         ("Denies syncope.", ["i passed out twice last week"], "conflict"),
+        # a question cut off by the reply still asks
+        ("Denies chest pain or dyspnea.", ["chest pain , shortness of breath-", "no ."], "agree"),
+        ("Reports dyspnea.", ["chest pain , shortness of breath-", "no ."], "conflict"),
+        ("Reports fever.", ["have you had any fever-", "no ."], "conflict"),
         # "does n't sound like you need" denies the need, as "do n't think you need" does
         (
             "She does not need inhalers at this time.",
