@@ -419,8 +419,9 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     text = _SPINE_LEVEL_RE.sub(_spine_level, text)
     text = _SPINE_LEVELS_RE.sub(_spine_level, text)
     if ordinals:
-        # a statement's "once daily" says no more than "daily": only evidence reads it
-        text = _NEXT_RE.sub("1 ", text)  # "see you next week" (a statement's is no count)
+        # only evidence counts these: a statement's "once daily" says no more than "daily",
+        # its "over the next week" is no count of weeks
+        text = _NEXT_RE.sub("1 ", text)  # "see you next week"
         text = _ONCE_TWICE_RE.sub(
             lambda m: "2 times" if m.group().lower() == "twice" else "1 time", text
         )
