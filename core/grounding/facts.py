@@ -1605,6 +1605,9 @@ def _compare_negation(
     conflict = _denied_clause_conflict(statement, evidence_sentences, source_sentences)
     if conflict is not None:
         return conflict
+    conflict = _denied_history_conflict(statement, source_sentences)
+    if conflict is not None:
+        return conflict
     named = (_source_stems(tuple(source_sentences)), _source_stems(tuple(evidence_sentences)))
 
     def unsaid(word: str) -> bool:
@@ -1729,6 +1732,41 @@ def _denied_clause_conflict(
                     "negation differs: the statement denies what the evidence states",
                     max(sorted(shared), key=len),
                 )
+    return None
+
+
+# Words that put a condition in doubt: "your possible gout flare" gives the patient no gout.
+_HEDGES = r"(?:possible|probable|suspected|likely|potential|presumed)"
+# A denied history: "denies a history of diabetes and hypertension".
+_DENIED_HISTORY_RE = re.compile(
+    r"\b(?:denies|denied)\s+(?:any\s+|a\s+)?(?:(?:past|prior|personal)\s+)?"
+    r"(?:medical\s+)?history\s+of\s+(.+?)(?=[;.]|,?\s+but\b|$)",
+    re.I,
+)
+
+
+def _denied_history_conflict(statement: str, source_sentences: Sequence[str]) -> FactCheck | None:
+    """A condition whose history the statement denies that the source gives the patient in
+    so many words: "your diabetes", "you have high blood pressure" (the clinician's own
+    account of the patient's history)."""
+    if not source_sentences:
+        return None
+    lex = load_lexicon()
+    source = " ".join(
+        _SPEAKER_RE.sub("", x) for x in source_sentences if not is_question(x)
+    ).lower()
+    for m in _DENIED_HISTORY_RE.finditer(statement):
+        for condition in condition_mentions(m.group(1)):
+            for name in (condition, *lex.condition_synonyms.get(condition, ())):
+                said = rf"\byour (?:(?!{_HEDGES}\b)[a-z]+ )?{re.escape(name)}\b"
+                said += r"|\byou have (?:a history of )?"
+                if re.search(said + rf"{re.escape(name)}\b", source):
+                    return FactCheck(
+                        "conflict",
+                        f"negation differs: the statement denies {condition!r}, "
+                        "the source gives it the patient",
+                        stem(condition.split()[-1]),
+                    )
     return None
 
 

@@ -1127,3 +1127,21 @@ def test_a_year_and_a_half_and_next_week() -> None:
     assert compare_facts("Call if no better over the next week.", ["call me this week"]).status == (
         "agree"
     )
+
+
+def test_a_denied_history_the_source_gives_the_patient() -> None:
+    source = [
+        "now it looks like you have a history of high blood pressure .",
+        "so for your possible gout flare , let's order a uric acid .",
+        "do you have asthma ?",
+        "okay .",
+    ]
+    near = source[3:]
+    check = compare_facts("Patient denies history of hypertension.", near, source)
+    assert (check.status, check.reason) == (
+        "conflict",
+        "negation differs: the statement denies 'hypertension', the source gives it the patient",
+    )
+    # a hedged condition, or one only asked about, is not the patient's
+    assert compare_facts("He denies a history of gout.", near, source).status == "agree"
+    assert compare_facts("He denies a history of asthma.", near, source).status == "agree"
