@@ -1703,6 +1703,12 @@ _DENIED_CLAUSE_RE = re.compile(
 )
 
 
+_DOING_WELL_RE = re.compile(
+    r"\bdoing (?:(?:relatively|really|very|pretty|quite|so) )?(?:well|good|fine|okay|great)\b",
+    re.I,
+)
+
+
 def _negates(sentence: str) -> bool:
     return any(t in _NEG_CUES for t in tokens(sentence))  # "n't" is read as "not"
 
@@ -1718,6 +1724,16 @@ def _denied_clause_conflict(
         clause = m.group(1)
         if _negates(clause):
             continue
+        if _DOING_WELL_RE.search(clause):
+            # "denies that she is doing well" against "i'm doing okay": generic words that
+            # the overlap below leaves out
+            for sentence in source_sentences:
+                if not is_question(sentence) and not _negates(sentence):
+                    if _DOING_WELL_RE.search(_SPEAKER_RE.sub("", sentence)):
+                        return FactCheck(
+                            "conflict",
+                            "negation differs: the statement denies what the source states",
+                        )
         words = _word_stems(clause) - _GENERIC
         elsewhere = max(3, (len(words) + 1) // 2)
         for sentence, enough in chain(

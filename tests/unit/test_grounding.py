@@ -958,6 +958,15 @@ def test_a_denied_clause_against_what_the_source_states() -> None:
     ]
     statement = "She denies that she has pain when she sits for long periods at her desk at work."
     assert compare_facts(statement, source[:1], source).status == "conflict"
+    # "doing well" is said in words the overlap leaves out
+    said = ["how are you doing ?", "i'm doing pretty good , thanks ."]
+    check = compare_facts("She denies that she is doing well.", said[:1], said)
+    assert (check.status, check.reason) == (
+        "conflict",
+        "negation differs: the statement denies what the source states",
+    )
+    said = ["how are you doing ?", "i'm not doing so good ."]
+    assert compare_facts("She denies that she is doing well.", said[:1], said).status == "agree"
     chair = "She denies that her desk chair is comfortable."
     assert compare_facts(chair, source[:1], source).status == "agree"
 
