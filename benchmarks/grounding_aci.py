@@ -59,12 +59,15 @@ NEW_CONDITIONS = (
     "multiple sclerosis",
     "pulmonary embolism",
 )
+# Each flip is written as a note would say it, so that the negatives are hallucinations a
+# model could write: "denies any weight loss" becomes "reports weight loss" (not "reports any
+# weight loss"), and "reports no pain" loses its "no" (not "denies no pain").
 NEGATION_FLIPS = (
-    (r"\bdenies\b", "reports"),
-    (r"\bdenied\b", "reported"),
-    (r"\breports\b", "denies"),
-    (r"\breported\b", "denied"),
-    (r"\bendorses\b", "denies"),
+    (r"\bdenies(?: any)?\b", "reports"),
+    (r"\bdenied(?: any)?\b", "reported"),
+    (r"\breports\b(?! no\b| any\b)", "denies"),
+    (r"\breported\b(?! no\b| any\b)", "denied"),
+    (r"\bendorses\b(?! no\b| any\b)", "denies"),
     (r"\bcomplains of\b", "denies"),
     (r"\bdoes not\b", "does"),
     (r"\bdid not\b", "did"),
@@ -73,7 +76,15 @@ NEGATION_FLIPS = (
     (r"\bnegative for\b", "positive for"),
     (r"\bpositive for\b", "negative for"),
     (r"\bno\s+", ""),
-    (r"\bhas\b", "has no"),
+    # "has" is negated as English negates it: "has not been", "has not also been", "has no
+    # history" ("has a history"); a verb or adverb after it takes "not", anything else "no"
+    (
+        r"\bhas (?=(?:been|had|[a-z]+ed|[a-z]+en|[a-z]+ly|also|since|now|just|sometimes|still"
+        r"|already|lost|sought|done|gone|made|kept)\b)",
+        "has not ",
+    ),
+    (r"\bhas (?:an?|any|some) ", "has no "),
+    (r"\bhas (?!never\b|not\b|no\b)", "has no "),
     (r"\bis experiencing\b", "denies experiencing"),
 )
 TYPES = ("number", "negation", "laterality", "drug", "diagnosis")
@@ -101,8 +112,16 @@ def perturb_number(s: str, rng: random.Random, dialogue: str) -> str | None:
 
 def perturb_negation(s: str, rng: random.Random, dialogue: str) -> str | None:
     for pattern, repl in NEGATION_FLIPS:
-        if re.search(pattern, s, re.I):
-            return re.sub(pattern, repl, s, count=1, flags=re.I)
+        m = re.search(pattern, s, re.I)
+        if m:
+            tail = s[m.end() :]
+            if m.group()[:1].isupper():  # "Denies fever" -> "Reports fever", "No fever" -> "Fever"
+                repl, tail = (
+                    (repl[:1].upper() + repl[1:], tail)
+                    if repl
+                    else ("", tail[:1].upper() + tail[1:])
+                )
+            return s[: m.start()] + repl + tail
     return None
 
 
