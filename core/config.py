@@ -71,8 +71,9 @@ class Settings(BaseSettings):
     embedding_precision: Literal["auto", "bf16", "fp32"] = Field(
         default="auto",
         description=(
-            "Transformer precision: bf16 (a third of fp32's CPU time with AMX, vectors cached under"
-            " a -bf16 model name), fp32, or auto (bf16 where the CPU has AMX, else fp32)."
+            "Transformer precision: bf16 (a third to a half of fp32's CPU time with AMX or"
+            " AVX512-BF16, vectors cached under a -bf16 model name), fp32, or auto (bf16 where"
+            " the CPU has AMX or AVX512-BF16, else fp32)."
         ),
     )
     embedding_workers: int = Field(

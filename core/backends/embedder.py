@@ -3,10 +3,11 @@
 Embeddings are L2-normalised float32 rows, cached by content hash in memory and, when an
 :class:`EmbeddingStore` is attached (the database), across runs: nothing is embedded twice.
 
-Speed on CPU (``GROUNDWATCH_EMBEDDING_PRECISION``): on a CPU with AMX the transformer runs in
-bfloat16 with its Linear weights packed once for oneDNN (a third of float32's CPU time; on ACI-Bench
-sentences the cosine to the float32 vector of the same text is 0.99994 on average, 0.9997 at
-worst), while pooling and normalisation stay in float32. Such vectors are cached under their
+Speed on CPU (``GROUNDWATCH_EMBEDDING_PRECISION``): on a CPU with native bfloat16 products
+(AMX or AVX512-BF16) the transformer runs in bfloat16 with its Linear weights packed once for
+oneDNN (a third of float32's CPU time with AMX, a half with AVX512-BF16; on ACI-Bench sentences
+the cosine to the float32 vector of the same text is 0.99994 on average, 0.9997 at worst),
+while pooling and normalisation stay in float32. Such vectors are cached under their
 own model name (``all-MiniLM-L6-v2-bf16``), so they are never mixed with float32 ones.
 ``GROUNDWATCH_EMBEDDING_WORKERS``: a list of texts is cut into parts encoded side by side on one
 worker thread per core, each with single-threaded kernels. That is faster than one batch at a
@@ -99,22 +100,28 @@ def _cpu_count() -> int:
 
 
 def native_bf16() -> bool:
-    """Whether this CPU has AMX tiles, on which bfloat16 matrix products are fast.
+    """Whether this CPU multiplies bfloat16 matrices natively: AMX tiles (Intel Sapphire
+    Rapids and later) or AVX512-BF16 dot products (Intel Cooper Lake, AMD Zen 4 and later).
 
-    Without them PyTorch emulates bfloat16 and is slower than float32, so ``auto`` keeps
+    Without either PyTorch emulates bfloat16 and is slower than float32, so ``auto`` keeps
     float32 there.
     """
     import torch
 
-    check = getattr(getattr(torch, "cpu", None), "_is_amx_tile_supported", None)
-    try:
-        return bool(check()) if check is not None else False
-    except Exception:  # pragma: no cover - private PyTorch helper changed
-        return False
+    cpu = getattr(torch, "cpu", None)
+    for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported"):
+        check = getattr(cpu, name, None)
+        try:
+            if check is not None and check():
+                return True
+        except Exception:  # pragma: no cover - private PyTorch helper changed
+            continue
+    return False
 
 
 def resolve_precision(precision: str) -> Literal["bf16", "fp32"]:
-    """``auto`` -> ``bf16`` on a CPU with AMX, else ``fp32``; other values pass through."""
+    """``auto`` -> ``bf16`` on a CPU with native bfloat16 products (see :func:`native_bf16`),
+    else ``fp32``; other values pass through."""
     if precision not in PRECISIONS:
         raise ValueError(f"embedding precision must be one of {', '.join(PRECISIONS)}")
     if precision == "auto":
@@ -483,8 +490,9 @@ class Embedder:
         cache_size: vectors kept in memory (LRU).
         store: optional persistent cache (see :class:`EmbeddingStore`).
         precision: ``fp32``, ``bf16`` (transformer in bfloat16, pooling in float32) or
-            ``auto`` (``bf16`` on a CPU with AMX, else ``fp32``). A ``bf16`` embedder's
-            ``model_name`` ends in ``-bf16``, the key of its vectors in the persistent cache.
+            ``auto`` (``bf16`` on a CPU with AMX or AVX512-BF16, else ``fp32``). A ``bf16``
+            embedder's ``model_name`` ends in ``-bf16``, the key of its vectors in the
+            persistent cache.
         workers: threads that encode batches in parallel (``None`` or 0: one per core; ``1``: one
             batch at a time with PyTorch's own intra-op threads).
         fast: run a BERT model through :class:`_FastEncoder` when it gives the vectors of

@@ -43,11 +43,25 @@ def test_invalid_embedding_settings_name_the_variable(
     assert expected in str(info.value)
 
 
-@pytest.mark.parametrize(("amx", "chosen"), [(True, "bf16"), (False, "fp32")])
-def test_auto_picks_bf16_only_on_a_cpu_with_amx(
-    monkeypatch: pytest.MonkeyPatch, amx: bool, chosen: str
+@pytest.mark.parametrize(
+    ("amx", "avx512_bf16", "native"),
+    [(True, False, True), (False, True, True), (True, True, True), (False, False, False)],
+)
+def test_native_bf16_means_amx_or_avx512_bf16(
+    monkeypatch: pytest.MonkeyPatch, amx: bool, avx512_bf16: bool, native: bool
 ) -> None:
-    monkeypatch.setattr(embedder, "native_bf16", lambda: amx)
+    import torch
+
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16, raising=False)
+    assert embedder.native_bf16() is native
+
+
+@pytest.mark.parametrize(("native", "chosen"), [(True, "bf16"), (False, "fp32")])
+def test_auto_picks_bf16_only_on_a_cpu_with_native_bf16(
+    monkeypatch: pytest.MonkeyPatch, native: bool, chosen: str
+) -> None:
+    monkeypatch.setattr(embedder, "native_bf16", lambda: native)
     assert embedder.resolve_precision("auto") == chosen
     # an explicit choice is kept whatever the CPU
     assert embedder.resolve_precision("fp32") == "fp32"
