@@ -154,7 +154,9 @@ def main() -> None:
         for name, idx in subsets:
             yt = [int(y_test[i]) for i in idx]
             p, r, f = prf(yt, [pred[i] for i in idx])
-            auc = float(roc_auc_score(yt, [test_score[i] for i in idx]))
+            # a small --test-items sample may leave a difficulty empty
+            scores = [test_score[i] for i in idx]
+            auc = float(roc_auc_score(yt, scores)) if len(set(yt)) > 1 else float("nan")
             rows.append(
                 {
                     "features": label,
