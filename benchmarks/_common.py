@@ -79,3 +79,16 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: s
 
 def print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, default=str))
+
+
+def inference_backends() -> tuple[Any, Any, str]:
+    """The NLI cross-encoder and LLM judge that the settings configure
+    (``GROUNDWATCH_NLI_MODEL``, ``GROUNDWATCH_LLM_BASE_URL``), each ``None`` when absent, and a
+    line saying which inference tiers a grounding benchmark therefore measures."""
+    from core.backends import load_llm, load_nli
+    from core.config import get_settings
+
+    settings = get_settings()
+    nli, nli_status = load_nli(settings)
+    llm, llm_status = load_llm(settings)
+    return nli, llm, f"inference tiers: nli {nli_status}; llm judge {llm_status}"

@@ -19,7 +19,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import base_parser, prf, print_json, print_table, require_data
+from _common import (
+    base_parser,
+    inference_backends,
+    prf,
+    print_json,
+    print_table,
+    require_data,
+)
 
 DEV_FILES = ("train.csv", "valid.csv")
 TEST_FILES = ("clinicalnlp_taskB_test1.csv", "clef_taskC_test3.csv", "clinicalnlp_taskC_test2.csv")
@@ -274,12 +281,16 @@ def main() -> None:
         print(f"ACI-Bench threshold sweep, split={args.split}, encounters={len(rows)} ({sample})")
         print_table(sweep, ["transcript_threshold", "f1", "recall", "false-alarm rate"])
         return
-    verifier = GroundingVerifier(embedder=embedder, transcript_threshold=args.transcript_threshold)
+    nli, llm, tiers = inference_backends()
+    verifier = GroundingVerifier(
+        embedder=embedder, nli=nli, llm=llm, transcript_threshold=args.transcript_threshold
+    )
     out = evaluate(verifier, cases)
     print(
         f"ACI-Bench grounding, split={args.split}, encounters={len(rows)} ({sample}), "
         f"transcript_threshold={verifier.transcript_threshold:.2f}"
     )
+    print(tiers)
     print_table(out["per_type"], ["perturbation", "n", "precision", "recall", "f1"])  # type: ignore[arg-type]
     print_table(
         [

@@ -31,7 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import base_parser, prf, print_json, print_table, require_data
+from _common import (
+    base_parser,
+    inference_backends,
+    prf,
+    print_json,
+    print_table,
+    require_data,
+)
 
 _STOP = frozenset(
     """a an the and or but of in on at to for with by from as is are was were be been being has
@@ -133,7 +140,8 @@ def main() -> None:
     if args.test_items and len(test) > args.test_items:
         test = sorted(random.Random(args.seed + 1).sample(test, args.test_items))
     embedder = get_embedder()
-    verifier = GroundingVerifier(embedder=embedder, split="sentences")
+    nli, llm, tiers = inference_backends()
+    verifier = GroundingVerifier(embedder=embedder, nli=nli, llm=llm, split="sentences")
     started = time.perf_counter()
     x_dev, y_dev, _ = build(verifier, embedder, dev)
     x_test, y_test, difficulty = build(verifier, embedder, test)
@@ -191,6 +199,7 @@ def main() -> None:
         f"MedHallu answer grounding: fitted on {sample}; test split = {len(test)} items; "
         f"{elapsed:.0f} s; " + "; ".join(fits)
     )
+    print(tiers)
     print_table(rows, ["features", "subset", "n answers", "precision", "recall", "f1", "auroc"])
     print_table(single, ["feature (alone, test)", "auroc (low value = flagged)"])
     if args.json:
