@@ -2,7 +2,8 @@
 
 Tiers, in order: exact (normalised substring) -> fuzzy (rapidfuzz) -> semantic (MiniLM cosine
 against source sentences and overlapping sentence windows; a run-on transcript turn is read in
-pieces of about 40 words) -> inference (NLI cross-encoder
+pieces of about 40 words; when nothing is similar enough, the most similar sentence that names
+every term of the statement, a lexical match) -> inference (NLI cross-encoder
 and/or LLM judge, when given) -> unsupported. A fuzzy or semantic match is accepted only when
 the statement's specifics (numbers, doses, vital signs, negation, laterality, named drugs and
 conditions) agree with the evidence around it; otherwise the statement is ``contradicted``
@@ -485,12 +486,14 @@ class GroundingVerifier:
         top = float(sims[order[0]])
         first_bad: _Decision | None = None
         disputed: set[str] = set()  # terms a closer candidate said the other way
+        close = False  # whether any candidate reached its threshold
         for pos, k in enumerate(order):
             sim = float(sims[k])
             unit = index.units[int(k)]
             thr = self._threshold(index, unit)
             if sim < thr:
                 continue
+            close = True
             context = index.context(unit)
             check = _check_unit(statement, unit, index)
             if check.term:
@@ -512,11 +515,37 @@ class GroundingVerifier:
                 first_bad = _from_facts(check, "semantic_match", unit, sim)
         if first_bad is not None:
             return first_bad, None
+        if not close:
+            anchored = self._anchored(statement, sims, index)
+            if anchored is not None:
+                return anchored, None
         unit = index.units[int(order[0])]
         thr = self._threshold(index, unit)
         confidence = 0.5 + 0.5 * (thr - top) / max(1e-6, thr)
         reason = f"no source text similar enough (best cosine {top:.2f} < {thr:.2f})"
         return None, _Decision("unsupported", "unsupported", confidence, unit, reason, top)
+
+    def _anchored(self, statement: str, sims: np.ndarray, index: _SourceIndex) -> _Decision | None:
+        """When no source text is similar enough, the most similar source sentence that
+        names every term the statement speaks of is its evidence: a short statement split
+        off a list ("She takes lisinopril" against "Metformin 500 mg b.i.d., lisinopril 10 mg
+        daily.") or one that turns a note round ("She has no history of diabetes." against
+        "PMH: type 2 diabetes") embeds far from the sentence that decides it. The facts
+        decide, as for a semantic match: grounded (a lexical, ``fuzzy_match``, match) when
+        they agree, contradicted when they conflict, else unsupported."""
+        terms = statement_terms(statement)
+        if not terms:
+            return None
+        for k in np.argsort(-sims):
+            unit = index.units[int(k)]
+            if unit.first != unit.last or not mentions([unit.text], terms):
+                continue  # one sentence that names them all: a window adds nothing
+            sim = float(sims[k])
+            check = _check_unit(statement, unit, index)
+            if check.status == "agree":
+                return _Decision("grounded", "fuzzy_match", 0.6, unit, None, sim)
+            return _from_facts(check, "fuzzy_match", unit, sim)
+        return None
 
     def _conflict_among(
         self, statement: str, sims: np.ndarray, candidates: np.ndarray, index: _SourceIndex

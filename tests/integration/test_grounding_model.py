@@ -59,6 +59,24 @@ def test_clinical_traps_with_minilm(
 
 
 @pytest.mark.model
+def test_short_statements_far_from_their_sentence_with_minilm(verifier: GroundingVerifier) -> None:
+    # MiniLM puts these below the 0.5 cosine of a note; the sentence that names their terms
+    # decides them
+    note = "Metformin 500 mg b.i.d., lisinopril 10 mg daily. PMH: type 2 diabetes (HbA1c 6.8%)."
+    result = verifier.verify(
+        "She takes metformin and lisinopril. She has no history of diabetes.",
+        [SourceChunk("note", note)],
+    )
+    got = [(s.statement, s.status) for s in result.statements]
+    assert got == [
+        ("She takes metformin", "grounded"),
+        ("She takes lisinopril", "grounded"),
+        ("She has no history of diabetes.", "contradicted"),
+    ]
+    assert all(s.similarity is not None and s.similarity < 0.5 for s in result.statements[1:])
+
+
+@pytest.mark.model
 def test_note_sentences_against_a_dialogue(verifier: GroundingVerifier) -> None:
     src = [SourceChunk("visit", DIALOGUE, "transcript")]
     result = verifier.verify(

@@ -147,6 +147,35 @@ def test_unrelated_statement_is_unsupported(verifier: GroundingVerifier) -> None
     assert reason
 
 
+MED_LIST = (
+    "Medications: metformin 500 mg b.i.d., lisinopril 10 mg daily, atorvastatin 40 mg at "
+    "night. PMH: type 2 diabetes, hypertension, hyperlipidemia."
+)
+
+
+def test_a_sentence_naming_every_term_decides_a_dissimilar_statement(
+    verifier: GroundingVerifier,
+) -> None:
+    # a short statement embeds far from the list it comes from (cosine < 0.5 here): the
+    # sentence that names its terms is still its evidence, and the facts decide
+    src = [SourceChunk("note-1", MED_LIST)]
+    s = verifier.verify_statement("She takes lisinopril", src)
+    assert (s.status, s.verification_method) == ("grounded", "fuzzy_match")
+    assert s.similarity is not None
+    assert s.similarity < 0.5
+    assert s.supporting_evidence is not None
+    assert "lisinopril 10 mg" in s.supporting_evidence
+    s = verifier.verify_statement("She has no history of diabetes.", src)
+    assert (s.status, s.verification_method) == ("contradicted", "fuzzy_match")
+    assert s.reason is not None
+    assert "negation differs" in s.reason
+    s = verifier.verify_statement("She takes lisinopril 20 mg daily.", src)
+    assert s.status == "contradicted"
+    # a term that no sentence names leaves it unsupported
+    s = verifier.verify_statement("She takes warfarin", src)
+    assert (s.status, s.verification_method) == ("unsupported", "unsupported")
+
+
 def test_result_score_lists_and_checks(verifier: GroundingVerifier) -> None:
     answer = "He denies chest pain. Takes metformin 1000 mg b.i.d. The MRI was normal."
     result = verifier.verify(answer, [SourceChunk("note-1", NOTE)])
