@@ -19,14 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import (
-    base_parser,
-    inference_backends,
-    prf,
-    print_json,
-    print_table,
-    require_data,
-)
+from _common import base_parser, inference_backends, prf, print_json, print_table, require_data
 
 DEV_FILES = ("train.csv", "valid.csv")
 TEST_FILES = ("clinicalnlp_taskB_test1.csv", "clef_taskC_test3.csv", "clinicalnlp_taskC_test2.csv")
@@ -121,14 +114,10 @@ def perturb_negation(s: str, rng: random.Random, dialogue: str) -> str | None:
     for pattern, repl in NEGATION_FLIPS:
         m = re.search(pattern, s, re.I)
         if m:
-            tail = s[m.end() :]
+            out = repl + s[m.end() :]
             if m.group()[:1].isupper():  # "Denies fever" -> "Reports fever", "No fever" -> "Fever"
-                repl, tail = (
-                    (repl[:1].upper() + repl[1:], tail)
-                    if repl
-                    else ("", tail[:1].upper() + tail[1:])
-                )
-            return s[: m.start()] + repl + tail
+                out = out[:1].upper() + out[1:]
+            return s[: m.start()] + out
     return None
 
 

@@ -31,14 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import (
-    base_parser,
-    inference_backends,
-    prf,
-    print_json,
-    print_table,
-    require_data,
-)
+from _common import base_parser, inference_backends, prf, print_json, print_table, require_data
 
 _STOP = frozenset(
     """a an the and or but of in on at to for with by from as is are was were be been being has
