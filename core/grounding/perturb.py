@@ -1,0 +1,700 @@
+"""Seeded hallucinations of a supported statement, for training and measuring the verifier.
+
+A statement that its source supports is turned into one that the source does not support, in
+the ways language models go wrong when they summarise a visit: a specific changed (a number,
+a unit of time, a side, a drug, a diagnosis, an attribute such as "mild" or "improved"), a
+negation flipped, a hedge turned into a certainty, the patient's sex or a relative swapped,
+a fact of one sentence carried into another (a merge), or something added that was never
+said (an order, a test, a referral, a family history, a duration, an age, a symptom, a
+social-history fact). Every inserted word is checked against the source, so that what is
+generated is not said there after all.
+
+Used by the training script (``benchmarks/train_verifier.py``) on training splits and by the
+benchmarks on test splits, with the same code and a fixed seed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+# --- word tables -------------------------------------------------------------------------
+
+_SIDES = {"left": "right", "right": "left", "bilateral": "left", "bilaterally": "on the left"}
+_SEX = {
+    "he": "she",
+    "she": "he",
+    "him": "her",
+    "his": "her",
+    "her": "his",
+    "himself": "herself",
+    "herself": "himself",
+    "male": "female",
+    "female": "male",
+    "man": "woman",
+    "woman": "man",
+    "boy": "girl",
+    "girl": "boy",
+    "gentleman": "lady",
+    "lady": "gentleman",
+    "mr.": "ms.",
+    "ms.": "mr.",
+    "mrs.": "mr.",
+}
+_RELATIVES = (
+    "mother",
+    "father",
+    "sister",
+    "brother",
+    "grandmother",
+    "grandfather",
+    "aunt",
+    "uncle",
+    "son",
+    "daughter",
+)
+# Attributes a summary gets the wrong way round; each maps to its opposites.
+_ATTRIBUTES = {
+    "increased": ("decreased",),
+    "decreased": ("increased",),
+    "increase": ("decrease",),
+    "decrease": ("increase",),
+    "improved": ("worsened",),
+    "improving": ("worsening",),
+    "worsened": ("improved",),
+    "worsening": ("improving",),
+    "worse": ("better",),
+    "better": ("worse",),
+    "mild": ("severe", "moderate"),
+    "moderate": ("mild", "severe"),
+    "severe": ("mild",),
+    "acute": ("chronic",),
+    "chronic": ("acute",),
+    "sharp": ("dull",),
+    "dull": ("sharp",),
+    "constant": ("intermittent",),
+    "intermittent": ("constant",),
+    "normal": ("abnormal", "elevated"),
+    "abnormal": ("normal",),
+    "elevated": ("low", "normal"),
+    "high": ("low",),
+    "low": ("high",),
+    "positive": ("negative",),
+    "negative": ("positive",),
+    "stable": ("unstable", "worsening"),
+    "upper": ("lower",),
+    "lower": ("upper",),
+    "anterior": ("posterior",),
+    "posterior": ("anterior",),
+    "started": ("stopped",),
+    "stopped": ("started",),
+    "continue": ("discontinue", "stop"),
+    "discontinue": ("continue",),
+    "before": ("after",),
+    "after": ("before",),
+    "morning": ("evening", "night"),
+    "night": ("morning",),
+    "evening": ("morning",),
+    "daily": ("weekly", "twice a day"),
+    "weekly": ("daily", "monthly"),
+    "married": ("divorced", "widowed", "single"),
+    "divorced": ("married",),
+    "widowed": ("married",),
+    "single": ("married",),
+    "alone": ("with her family",),
+    "retired": ("working full time",),
+    "smoker": ("nonsmoker",),
+    "nonsmoker": ("smoker",),
+    "never": ("previously",),
+    "occasionally": ("daily", "heavily"),
+    "socially": ("daily", "heavily"),
+    "first": ("second", "third"),
+    "new": ("recurrent",),
+    "recurrent": ("new",),
+    "resolved": ("ongoing",),
+    "ongoing": ("resolved",),
+    "benign": ("malignant",),
+    "walking": ("running", "lifting"),
+    "sitting": ("standing",),
+    "standing": ("sitting",),
+    "cardiology": ("neurology",),
+    "neurology": ("cardiology",),
+}
+_TIME_UNITS = {
+    "day": ("week", "month"),
+    "days": ("weeks", "months"),
+    "week": ("month", "year"),
+    "weeks": ("months", "years"),
+    "month": ("year", "week"),
+    "months": ("years", "weeks"),
+    "year": ("month", "decade"),
+    "years": ("months", "decades"),
+    "hour": ("day",),
+    "hours": ("days",),
+    "minutes": ("hours",),
+}
+_NUMBER_WORDS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+}
+DRUGS = (
+    "metformin 500 mg twice daily",
+    "lisinopril 10 mg daily",
+    "atorvastatin 40 mg at night",
+    "amlodipine 5 mg daily",
+    "levothyroxine 50 mcg daily",
+    "omeprazole 20 mg daily",
+    "sertraline 50 mg daily",
+    "gabapentin 300 mg three times a day",
+    "prednisone 20 mg daily",
+    "warfarin 5 mg daily",
+    "apixaban 5 mg twice daily",
+    "insulin glargine 20 units at night",
+    "hydrochlorothiazide 25 mg daily",
+    "metoprolol 25 mg twice daily",
+    "albuterol as needed",
+    "ibuprofen 600 mg as needed",
+    "tramadol 50 mg as needed",
+    "furosemide 40 mg daily",
+    "montelukast 10 mg at night",
+    "escitalopram 10 mg daily",
+    "amoxicillin 500 mg three times a day",
+    "azithromycin for five days",
+    "cyclobenzaprine 10 mg at night",
+    "losartan 50 mg daily",
+    "clopidogrel 75 mg daily",
+    "tamsulosin 0.4 mg daily",
+    "fluticasone nasal spray",
+    "oxycodone 5 mg as needed",
+    "methotrexate 15 mg weekly",
+    "allopurinol 100 mg daily",
+)
+CONDITIONS = (
+    "type 2 diabetes",
+    "hypertension",
+    "hyperlipidemia",
+    "asthma",
+    "COPD",
+    "atrial fibrillation",
+    "congestive heart failure",
+    "hypothyroidism",
+    "depression",
+    "anxiety",
+    "osteoarthritis",
+    "rheumatoid arthritis",
+    "chronic kidney disease",
+    "GERD",
+    "migraines",
+    "sleep apnea",
+    "gout",
+    "epilepsy",
+    "breast cancer",
+    "colon cancer",
+    "coronary artery disease",
+    "a prior stroke",
+    "a myocardial infarction",
+    "psoriasis",
+    "glaucoma",
+    "anemia",
+    "osteoporosis",
+    "pneumonia",
+    "a urinary tract infection",
+    "kidney stones",
+)
+SYMPTOMS = (
+    "nausea",
+    "vomiting",
+    "dizziness",
+    "fever",
+    "chills",
+    "chest pain",
+    "shortness of breath",
+    "night sweats",
+    "weight loss",
+    "palpitations",
+    "blurred vision",
+    "numbness in the hands",
+    "diarrhea",
+    "constipation",
+    "headaches",
+    "fatigue",
+    "a cough",
+    "a rash",
+    "joint pain",
+    "back pain",
+    "swelling in the legs",
+    "abdominal pain",
+    "blood in the stool",
+    "difficulty swallowing",
+    "tingling in the feet",
+)
+BODY_PARTS = (
+    "knee",
+    "shoulder",
+    "lumbar spine",
+    "cervical spine",
+    "hip",
+    "ankle",
+    "wrist",
+    "abdomen",
+    "chest",
+    "head",
+    "pelvis",
+    "foot",
+    "elbow",
+)
+TESTS = (
+    "an MRI of the {part}",
+    "a CT scan of the {part}",
+    "an X-ray of the {part}",
+    "an ultrasound of the {part}",
+    "an echocardiogram",
+    "a stress test",
+    "a colonoscopy",
+    "an EKG",
+    "a complete blood count",
+    "a lipid panel",
+    "a hemoglobin A1c",
+    "thyroid function tests",
+    "a urinalysis",
+    "a urine culture",
+    "a sleep study",
+    "a biopsy",
+    "a chest X-ray",
+    "a metabolic panel",
+    "a pregnancy test",
+    "allergy testing",
+)
+REFERRALS = (
+    "cardiology",
+    "neurology",
+    "physical therapy",
+    "dermatology",
+    "orthopedics",
+    "gastroenterology",
+    "endocrinology",
+    "psychiatry",
+    "pulmonology",
+    "a nutritionist",
+    "urology",
+    "rheumatology",
+    "an allergist",
+    "ENT",
+    "a pain specialist",
+)
+SOCIAL = (
+    "smokes a pack of cigarettes a day",
+    "drinks alcohol daily",
+    "uses marijuana",
+    "works as a truck driver",
+    "works as a teacher",
+    "works night shifts as a nurse",
+    "lives alone",
+    "lives with her daughter",
+    "is divorced",
+    "quit smoking ten years ago",
+    "exercises five days a week",
+    "drinks four cups of coffee a day",
+    "recently traveled abroad",
+    "has two children",
+)
+_HEDGES = re.compile(
+    r"\b(?:possibl[ey]|probabl[ey]|likely|suspected|questionable|presumed|presumptive|"
+    r"may (?=have|be)|might (?=have|be)|could (?=have|be)|concern for|rule out|r/o|"
+    r"consistent with|suggestive of|cannot exclude|differential includes)\s*",
+    re.I,
+)
+_NEGATIONS = (
+    (r"\bdenies(?: any)?\b", "reports"),
+    (r"\bdenied(?: any)?\b", "reported"),
+    (r"\bnegative for\b", "positive for"),
+    (r"\bpositive for\b", "negative for"),
+    (r"\bdoes not have\b", "has"),
+    (r"\bdoes not\b", "does"),
+    (r"\bdid not\b", "did"),
+    (r"\bdoesn't\b", "does"),
+    (r"\bdidn't\b", "did"),
+    (r"\bis not\b", "is"),
+    (r"\bwas not\b", "was"),
+    (r"\bhas not\b", "has"),
+    (r"\bhas never\b", "has"),
+    (r"\bno (?:known )?", "a "),
+    (r"\bwithout\b", "with"),
+    (r"\bunremarkable\b", "abnormal"),
+    (r"\breports\b", "denies"),
+    (r"\breported\b", "denied"),
+    (r"\bcomplains of\b", "denies"),
+    (r"\bendorses\b", "denies"),
+    (r"\bhas (?:a|an)\b", "has no"),
+    (r"\bis taking\b", "is not taking"),
+    (r"\bwas given\b", "was not given"),
+    (r"\bwill\b", "will not"),
+    (r"\bhas been\b", "has not been"),
+    (r"\bis\b", "is not"),
+    (r"\bwas\b", "was not"),
+)
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'.-]*")
+_NUM_RE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)")
+_FAMILY_RE = re.compile(
+    r"\b(?:his|her|the patient's|patient's)\s+(" + "|".join(_RELATIVES) + r")\b", re.I
+)
+_PERSON_RE = re.compile(r"\b(?:the patient|he|she)\b", re.I)
+
+KINDS = (
+    "number",
+    "time_unit",
+    "negation",
+    "laterality",
+    "attribute",
+    "drug",
+    "diagnosis",
+    "hedge",
+    "sex",
+    "relative",
+    "family_to_patient",
+    "merge",
+    "add_order",
+    "add_referral",
+    "add_family_history",
+    "add_duration",
+    "add_age",
+    "add_symptom",
+    "add_social",
+    "add_drug",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Hallucination:
+    """A statement the source does not support, made from one it does (``kind``: how)."""
+
+    kind: str
+    text: str
+    original: str
+
+
+def _absent(words: str, source_low: str) -> bool:
+    """Whether no content word of ``words`` is said in the source (so adding it invents)."""
+    content = [w for w in re.findall(r"[a-z0-9]+", words.lower()) if len(w) > 3]
+    return bool(content) and all(w not in source_low for w in content)
+
+
+def _sub_at(text: str, m: re.Match[str], new: str) -> str:
+    old = m.group(0)
+    if old[:1].isupper():
+        new = new[:1].upper() + new[1:]
+    return text[: m.start()] + new + text[m.end() :]
+
+
+def _number(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    found = list(_NUM_RE.finditer(s))
+    words = [
+        m for m in re.finditer(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", s, re.I) if not found
+    ]
+    if found:
+        m = rng.choice(found)
+        value = float(m.group(1))
+        options = [value * 2, value + 1, value + 5, value - 1, value * 3, value / 2]
+        options = [v for v in options if v > 0 and v != value]
+        rng.shuffle(options)
+        for new in options:
+            txt = str(int(new)) if new.is_integer() and "." not in m.group(1) else f"{new:.1f}"
+            if not re.search(rf"(?<![\d.]){re.escape(txt)}(?![\d.])", source):
+                return s[: m.start(1)] + txt + s[m.end(1) :]
+        return None
+    if words:
+        m = rng.choice(words)
+        value = _NUMBER_WORDS[m.group(1).lower()]
+        names = [w for w, v in _NUMBER_WORDS.items() if v != value and w not in source.lower()]
+        return _sub_at(s, m, rng.choice(names)) if names else None
+    return None
+
+
+def _swap_word(
+    s: str, source: str, rng: random.Random, table: dict[str, tuple[str, ...]] | dict[str, str]
+) -> str | None:
+    low = source.lower()
+    hits = [m for m in _WORD_RE.finditer(s) if m.group(0).lower() in table]
+    rng.shuffle(hits)
+    for m in hits:
+        options = table[m.group(0).lower()]
+        choices = [options] if isinstance(options, str) else list(options)
+        choices = [c for c in choices if not re.search(rf"\b{re.escape(c)}\b", low)]
+        if choices:
+            return _sub_at(s, m, rng.choice(choices))
+    return None
+
+
+def _time_unit(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    if not re.search(r"\d|\b(?:a|an|one|two|three|few|several|couple)\b", s, re.I):
+        return None
+    return _swap_word(s, source, rng, _TIME_UNITS)
+
+
+def _negation(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    for pattern, repl in _NEGATIONS:
+        m = re.search(pattern, s, re.I)
+        if m:
+            out = _sub_at(s, m, repl)
+            return out.replace("  ", " ") if out != s else None
+    return None
+
+
+def _laterality(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    hits = [m for m in _WORD_RE.finditer(s) if m.group(0).lower() in _SIDES]
+    if not hits:
+        return None
+    m = rng.choice(hits)
+    return _sub_at(s, m, _SIDES[m.group(0).lower()])
+
+
+def _attribute(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    return _swap_word(s, source, rng, _ATTRIBUTES)
+
+
+def _sex(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    if not any(m.group(0).lower() in _SEX for m in _WORD_RE.finditer(s)):
+        return None
+
+    def swap(m: re.Match[str]) -> str:
+        new = _SEX.get(m.group(0).lower())
+        if new is None:
+            return m.group(0)
+        return new[:1].upper() + new[1:] if m.group(0)[:1].isupper() else new
+
+    return _WORD_RE.sub(swap, s)
+
+
+def _relative(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    low = source.lower()
+    hits = list(re.finditer(r"\b(" + "|".join(_RELATIVES) + r")\b", s, re.I))
+    if not hits:
+        return None
+    m = rng.choice(hits)
+    options = [r for r in _RELATIVES if r != m.group(1).lower() and r not in low]
+    return _sub_at(s, m, rng.choice(options)) if options else None
+
+
+def _family_to_patient(
+    s: str, source: str, rng: random.Random, others: Sequence[str]
+) -> str | None:
+    m = _FAMILY_RE.search(s)
+    if m is None:
+        return None
+    return _sub_at(s, m, "the patient")
+
+
+def _pick_name(
+    s: str, source: str, rng: random.Random, names: Sequence[str], pool: Sequence[str]
+) -> str | None:
+    low_s, low = s.lower(), source.lower()
+    found = [n for n in names if re.search(rf"\b{re.escape(n)}\b", low_s)]
+    if not found:
+        return None
+    target = rng.choice(found)
+    choices = [p for p in pool if _absent(p.split(" ")[0], low) and p.lower() not in low_s]
+    if not choices:
+        return None
+    new = rng.choice(choices).split(" ")[0] if pool is DRUGS else rng.choice(choices)
+    return re.sub(rf"\b{re.escape(target)}\b", new, s, count=1, flags=re.I)
+
+
+def _drug(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    from core.grounding.vocab import drug_names
+
+    words = {w for w in re.findall(r"[a-z]+", s.lower()) if w in drug_names()}
+    return _pick_name(s, source, rng, sorted(words), DRUGS)
+
+
+def _diagnosis(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    from core.grounding.vocab import conditions_in
+
+    names = sorted(conditions_in(s.lower()))
+    names += [c.lower() for c in CONDITIONS if c.lower() in s.lower()]
+    return _pick_name(s, source, rng, names, CONDITIONS)
+
+
+def _hedge(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    m = _HEDGES.search(s)
+    if m is None:
+        return None
+    out = s[: m.start()] + s[m.end() :]
+    if m.start() == 0 and out:
+        out = out[:1].upper() + out[1:]
+    out = re.sub(r"\b(have|be) ", lambda g: "has " if g.group(1) == "have" else "is ", out, count=1)
+    return out if out.strip() and out != s else None
+
+
+def _merge(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    """A specific of another sentence of the same note carried into this one: a number, a
+    side or a drug that the visit does mention, but not of this."""
+    mine = list(_NUM_RE.finditer(s))
+    pool = [m.group(1) for o in others for m in _NUM_RE.finditer(o)]
+    pool = [v for v in pool if v not in {m.group(1) for m in mine}]
+    if mine and pool:
+        m = rng.choice(mine)
+        return s[: m.start(1)] + rng.choice(pool) + s[m.end(1) :]
+    from core.grounding.vocab import drug_names
+
+    names = drug_names()
+    mine_drugs = [w for w in re.findall(r"[a-z]+", s.lower()) if w in names]
+    other_drugs = {w for o in others for w in re.findall(r"[a-z]+", o.lower()) if w in names}
+    other_drugs -= set(mine_drugs)
+    if mine_drugs and other_drugs:
+        target = rng.choice(mine_drugs)
+        new = rng.choice(sorted(other_drugs))
+        return re.sub(rf"\b{re.escape(target)}\b", new, s, count=1, flags=re.I)
+    return None
+
+
+def _end(s: str) -> tuple[str, str]:
+    """The statement without its final punctuation, and that punctuation."""
+    m = re.search(r"[.!?;:]*\s*$", s)
+    cut = m.start() if m else len(s)
+    return s[:cut], s[cut:] or "."
+
+
+def _append(s: str, clause: str) -> str:
+    body, end = _end(s)
+    return f"{body}{clause}{end}"
+
+
+def _add_order(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    low = source.lower()
+    tests = [t.format(part=rng.choice(BODY_PARTS)) for t in TESTS]
+    tests = [t for t in tests if _absent(t, low)]
+    if not tests:
+        return None
+    test = rng.choice(tests)
+    form = rng.choice((", and {t} was ordered", "; {t} was ordered", ", and {t} was normal"))
+    return _append(s, form.format(t=test))
+
+
+def _add_referral(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    refs = [r for r in REFERRALS if _absent(r, source.lower())]
+    if not refs:
+        return None
+    form = rng.choice((", and the patient was referred to {r}", "; a referral to {r} was placed"))
+    return _append(s, form.format(r=rng.choice(refs)))
+
+
+def _add_family(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    low = source.lower()
+    conds = [c for c in CONDITIONS if _absent(c, low)]
+    if not conds:
+        return None
+    who = rng.choice([r for r in _RELATIVES if r not in low] or ["mother"])
+    return _append(s, f", and there is a family history of {rng.choice(conds)} in the {who}")
+
+
+def _add_duration(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    if _NUM_RE.search(s) or re.search(r"\b(?:day|week|month|year)s?\b", s, re.I):
+        return None
+    unit = rng.choice(("days", "weeks", "months", "years"))
+    n = rng.choice((2, 3, 4, 6, 8, 10))
+    if re.search(rf"\b{n} {unit}\b", source, re.I):
+        return None
+    return _append(s, rng.choice((f" for the past {n} {unit}", f" for {n} {unit}")))
+
+
+def _add_age(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    m = _PERSON_RE.search(s)
+    if m is None or re.search(r"\byears? old\b|-year-old", s, re.I):
+        return None
+    age = rng.randint(19, 88)
+    if str(age) in source:
+        return None
+    who = "patient" if m.group(0).lower() == "the patient" else rng.choice(("man", "woman"))
+    return _sub_at(s, m, f"the {age}-year-old {who}")
+
+
+def _add_symptom(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    low = source.lower()
+    symptoms = [x for x in SYMPTOMS if _absent(x, low)]
+    if not symptoms or not re.search(r"\b(?:reports?|complain|pain|ache|feel|notic)", s, re.I):
+        return None
+    return _append(
+        s, rng.choice((f" and {rng.choice(symptoms)}", f", with {rng.choice(symptoms)}"))
+    )
+
+
+def _add_social(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    facts = [f for f in SOCIAL if _absent(f, source.lower())]
+    if not facts or not _PERSON_RE.search(s):
+        return None
+    return _append(
+        s,
+        f", and {rng.choice(('the patient', 'he' if ' he ' in s else 'she'))} {rng.choice(facts)}",
+    )
+
+
+def _add_drug(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    drugs = [d for d in DRUGS if _absent(d.split(" ")[0], source.lower())]
+    if not drugs:
+        return None
+    form = rng.choice((", and {d} was started", "; the patient also takes {d}"))
+    return _append(s, form.format(d=rng.choice(drugs)))
+
+
+_MAKERS: dict[str, Callable[[str, str, random.Random, Sequence[str]], str | None]] = {
+    "number": _number,
+    "time_unit": _time_unit,
+    "negation": _negation,
+    "laterality": _laterality,
+    "attribute": _attribute,
+    "drug": _drug,
+    "diagnosis": _diagnosis,
+    "hedge": _hedge,
+    "sex": _sex,
+    "relative": _relative,
+    "family_to_patient": _family_to_patient,
+    "merge": _merge,
+    "add_order": _add_order,
+    "add_referral": _add_referral,
+    "add_family_history": _add_family,
+    "add_duration": _add_duration,
+    "add_age": _add_age,
+    "add_symptom": _add_symptom,
+    "add_social": _add_social,
+    "add_drug": _add_drug,
+}
+assert tuple(_MAKERS) == KINDS
+
+
+def hallucinate(
+    statement: str,
+    source: str,
+    rng: random.Random,
+    *,
+    others: Sequence[str] = (),
+    kinds: Sequence[str] = KINDS,
+) -> list[Hallucination]:
+    """Every hallucination of ``statement`` that the kinds can make (at most one per kind).
+
+    Args:
+        statement: a statement the ``source`` supports.
+        source: the text it was checked against (inserted words must not occur in it).
+        rng: the seeded generator that makes the choices.
+        others: the other statements of the same note (what ``merge`` draws on).
+        kinds: which kinds to try, in order.
+    """
+    out: list[Hallucination] = []
+    for kind in kinds:
+        new = _MAKERS[kind](statement, source, rng, others)
+        if new and new.strip() and new.strip().lower() != statement.strip().lower():
+            out.append(Hallucination(kind, new, statement))
+    return out

@@ -1,0 +1,102 @@
+"""Lexical support: which words of a statement its evidence bears out, and which it does not.
+
+A word is borne out when the evidence says it in any inflection ("fractures" / "fractured"),
+with numbers compared as values whether written or spoken ("76-year-old" / "seventy six years
+old"). What is left over is what a reviewer should check first ("an MRI was ordered" against a
+visit that never mentions one: "MRI", "ordered"), and the share of content words left over is
+one input of the verifier's decision (a statement that adds words the source never says is
+more often invented).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from core.grounding.facts import digits, stem
+from core.text import Span
+
+# words that carry no claim of their own: left out of both sides of the comparison
+_FUNCTION_WORDS = frozenset(
+    """
+    a an the and or but nor of in on at to for with without by from as into onto about
+    is are was were be been being am has have had having do does did doing this that these
+    those it its he she they his her hers their theirs him them i you we my your our me us
+    who whom whose which what when where why how there here also very any some all each
+    both either neither other another such same own so than too then now just only even
+    patient patients pt mr mrs ms dr miss sir today currently will would can could should
+    shall may might must also well okay ok yes yeah um uh mm hmm like per via s t
+    """.split()
+)
+# How a note reports what was said, not what was said: "she states", "he reports", "the
+# patient presents with". A visit never says these words, and a summary is not invented for
+# using them.
+_REPORTING_WORDS = frozenset(
+    """
+    say says said state states stated report reports reported reporting note notes noted
+    describe describes described complain complains complained endorse endorses endorsed
+    present presents presented presenting admit admits admitted mention mentions mentioned
+    indicate indicates indicated tell tells told explain explains explained
+    """.split()
+)
+_TOKEN_RE = re.compile(r"\d+(?:[./]\d+)*%?|[A-Za-z][A-Za-z']*")
+
+
+def _key(token: str) -> str:
+    if token[0].isdigit():
+        return token.rstrip("%")
+    low = token.lower()
+    if low.endswith("'s"):
+        low = low[:-2]
+    return stem(low)
+
+
+def _is_content(token: str) -> bool:
+    if token[0].isdigit():
+        return True
+    low = token.lower().removesuffix("'s")
+    return len(low) > 1 and low not in _FUNCTION_WORDS and low not in _REPORTING_WORDS
+
+
+@lru_cache(maxsize=4096)
+def evidence_keys(text: str) -> frozenset[str]:
+    """Every content word of ``text`` as a stem, and every number as its value (spoken
+    numbers read as digits)."""
+    keys = {_key(t) for t in _TOKEN_RE.findall(text) if _is_content(t)}
+    keys |= {_key(t) for t in _TOKEN_RE.findall(digits(text)) if t[0].isdigit()}
+    return frozenset(keys)
+
+
+def statement_words(statement: str) -> list[tuple[str, Span]]:
+    """The statement's content words with their keys and offsets."""
+    return [
+        (_key(m.group(0)), Span(m.group(0), m.start(), m.end()))
+        for m in _TOKEN_RE.finditer(statement)
+        if _is_content(m.group(0))
+    ]
+
+
+def unsupported_words(statement: str, evidence: Iterable[str]) -> list[Span]:
+    """The statement's content words that no evidence text says, adjacent ones merged into
+    one phrase ("chest X-ray"), with offsets into ``statement``."""
+    keys: frozenset[str] = frozenset().union(*(evidence_keys(t) for t in evidence))
+    spans: list[Span] = []
+    for key, span in statement_words(statement):
+        if key in keys:
+            continue
+        if spans and not statement[spans[-1].end : span.start].strip(" -"):
+            last = spans.pop()
+            span = Span(statement[last.start : span.end], last.start, span.end)
+        spans.append(span)
+    return spans
+
+
+def novelty(statement: str, evidence: Sequence[str]) -> float:
+    """Share of the statement's content words that the evidence does not say, in [0, 1]
+    (higher = more of the statement is new; 0 for a statement without content words)."""
+    words = statement_words(statement)
+    if not words:
+        return 0.0
+    keys: frozenset[str] = frozenset().union(*(evidence_keys(t) for t in evidence))
+    return sum(k not in keys for k, _ in words) / len(words)

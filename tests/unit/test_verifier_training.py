@@ -1,0 +1,110 @@
+"""The learned verifier's training rules: the split rule, the hallucination generator, and
+the lexical support that shows which words a statement adds."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from core.grounding.perturb import KINDS, hallucinate
+from core.grounding.splits import ACI_TEST, MTS_TEST, MTS_TRAIN, split_of
+from core.grounding.support import novelty, unsupported_words
+
+
+@pytest.mark.parametrize("name", ACI_TEST)
+def test_aci_test_files_are_test(name: str) -> None:
+    assert split_of("aci", name) == "test"
+
+
+def test_aci_train_and_dev() -> None:
+    assert split_of("aci", "train.csv") == "train"
+    assert split_of("aci", "valid.csv") == "dev"
+    assert split_of("aci", "something_else.csv") == "test"  # unknown files never train
+
+
+@pytest.mark.parametrize("name", MTS_TEST)
+@pytest.mark.parametrize("row", ["0", "1", "7", "TR=EN-FR-EN 3"])
+def test_mts_test_sets_are_test_whatever_the_row(name: str, row: str) -> None:
+    assert split_of("mts", name, row) == "test"
+
+
+def test_mts_dev_encounters_are_dev_in_every_copy() -> None:
+    for name in MTS_TRAIN:
+        assert split_of("mts", name, "20") == "dev"
+        assert split_of("mts", name, "21") == "train"
+    # a back-translated copy names the encounter it paraphrases: the same split
+    assert split_of("mts", MTS_TRAIN[1], "TR=EN-FR-EN 40") == "dev"
+    assert split_of("mts", MTS_TRAIN[3], "TR=EN-ES-EN 41") == "train"
+    assert split_of("mts", MTS_TRAIN[0], "no number") == "test"
+
+
+def test_medhallu_rows_follow_the_benchmark_split() -> None:
+    splits = [split_of("medhallu", "medhallu_pqa_labeled.jsonl", i) for i in range(20)]
+    assert splits[:10] == ["train"] * 5 + ["dev"] * 2 + ["test"] * 3
+    assert splits[10:] == splits[:10]
+
+
+SOURCE = (
+    "Doctor: How is the knee? Patient: The left knee still hurts when I climb stairs. "
+    "Doctor: Are you taking the ibuprofen? Patient: Yes, 400 mg twice a day. "
+    "Doctor: Any fever? Patient: No."
+)
+
+
+def test_every_kind_can_be_made_and_none_is_the_statement() -> None:
+    rng = random.Random(0)
+    statements = [
+        "The patient reports left knee pain for 2 weeks.",
+        "She takes ibuprofen 400 mg twice daily and denies fever.",
+        "Her mother has possible rheumatoid arthritis.",
+        "He is a married male with mild hypertension.",
+    ]
+    made = {h.kind for s in statements for h in hallucinate(s, SOURCE, rng, others=statements)}
+    assert len(made) >= len(KINDS) - 4, sorted(set(KINDS) - made)
+    for s in statements:
+        for h in hallucinate(s, SOURCE, rng, others=statements):
+            assert h.text.lower() != s.lower()
+            assert h.original == s
+
+
+def test_same_seed_same_hallucinations() -> None:
+    s = "The patient reports left knee pain for 2 weeks."
+    first = hallucinate(s, SOURCE, random.Random(5))
+    again = hallucinate(s, SOURCE, random.Random(5))
+    assert first == again
+
+
+def test_additions_never_use_words_the_source_says() -> None:
+    rng = random.Random(1)
+    for _ in range(30):
+        for h in hallucinate("The knee hurts.", SOURCE, rng, kinds=("add_order", "add_drug")):
+            added = h.text[len("The knee hurts") :].lower()
+            assert "ibuprofen" not in added
+
+
+def test_laterality_and_negation() -> None:
+    rng = random.Random(0)
+    (side,) = hallucinate("Left knee pain.", SOURCE, rng, kinds=("laterality",))
+    assert side.text == "Right knee pain."
+    (neg,) = hallucinate("She denies fever.", SOURCE, rng, kinds=("negation",))
+    assert neg.text == "She reports fever."
+
+
+def test_unsupported_words_are_what_the_source_never_says() -> None:
+    statement = "She reports left knee pain, and an MRI of the knee was ordered."
+    words = [statement[w.start : w.end] for w in unsupported_words(statement, [SOURCE])]
+    assert words == ["pain", "MRI", "ordered"]
+
+
+def test_spoken_numbers_bear_out_digits() -> None:
+    source = "Patient: I'm seventy six years old and take four hundred milligrams."
+    assert unsupported_words("A 76-year-old who takes 400 mg.", [source]) == [] or all(
+        w.text == "mg" for w in unsupported_words("A 76-year-old who takes 400 mg.", [source])
+    )
+    assert novelty("A 76-year-old woman.", [source]) == pytest.approx(1 / 4)
+
+
+def test_novelty_is_zero_for_a_repeat_and_one_for_an_invention() -> None:
+    assert novelty("The left knee still hurts.", [SOURCE]) == 0.0
+    assert novelty("Colonoscopy scheduled tomorrow.", [SOURCE]) == 1.0
