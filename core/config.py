@@ -85,6 +85,14 @@ class Settings(BaseSettings):
             " core; 1: one batch at a time on PyTorch's intra-op threads."
         ),
     )
+    learned_verifier: bool = Field(
+        default=True,
+        description="Grounding decided by the learned verifier shipped in the package.",
+    )
+    learned_verifier_path: Path | None = Field(
+        default=None,
+        description="Folder of another learned verifier (model.safetensors + verifier.json).",
+    )
     nli_model: str | None = Field(
         default=None, description="Path or name of an NLI cross-encoder; unset: tier unavailable."
     )

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from core.backends import load_embedder, load_llm, load_nli
+from core.backends import load_embedder, load_learned, load_llm, load_nli
 from core.backends.llm import LLMClient, LLMError
 from core.checks import OK, CheckStatus, failed, skipped, unavailable
 from core.config import Settings
@@ -118,6 +118,9 @@ class QualityPipeline:
         embedder: ``"auto"`` loads MiniLM when grounding is enabled; ``None`` disables the
             semantic tiers (reported as ``unavailable``); or an embedder object.
         nli: ``"auto"`` loads ``GROUNDWATCH_NLI_MODEL`` when set; ``None``; or a model.
+        learned: ``"auto"`` loads the shipped learned verifier when grounding is enabled
+            (unless ``GROUNDWATCH_LEARNED_VERIFIER`` is off); ``None``: the rules decide; or a
+            :class:`~core.grounding.learned.SupportModel`.
         llm: ``"auto"`` connects to ``GROUNDWATCH_LLM_BASE_URL`` when set; ``None``; or a client.
     """
 
@@ -129,6 +132,7 @@ class QualityPipeline:
         embedder: Any | Auto | None = "auto",
         nli: Any | Auto | None = "auto",
         llm: LLMClient | Auto | None = "auto",
+        learned: Any | Auto | None = "auto",
     ) -> None:
         self.settings = settings
         self.engine = engine
@@ -136,6 +140,7 @@ class QualityPipeline:
         self.embedder = self._load_embedder(embedder)
         self.nli = self._load_nli(nli)
         self.llm = self._load_llm(llm)
+        self.learned = self._load_learned(learned)
         self._grounding: Any = None
         self._evidence: Any = None
         self._consistency: Any = None
@@ -157,6 +162,19 @@ class QualityPipeline:
         emb, status = load_embedder(self.settings, store=repo.DbEmbeddingStore(self.engine))
         self.backend_status["embedder"] = status
         return emb
+
+    def _load_learned(self, learned: Any) -> Any:
+        if learned != "auto":
+            self.backend_status["learned"] = (
+                OK if learned is not None else unavailable("no learned verifier given")
+            )
+            return learned
+        if not self.settings.enable_grounding_verification:
+            self.backend_status["learned"] = skipped("grounding verification disabled")
+            return None
+        model, status = load_learned(self.settings)
+        self.backend_status["learned"] = status
+        return model
 
     def _load_nli(self, nli: Any) -> Any:
         if nli != "auto":
@@ -187,6 +205,7 @@ class QualityPipeline:
                 embedder=self.embedder,
                 nli=self.nli,
                 llm=self.llm,
+                learned=self.learned,
                 grounding_threshold=self.settings.grounding_score_threshold,
             )
         return self._grounding

@@ -105,10 +105,12 @@ def embedder(model_path: str | None) -> Any:
 @st.cache_resource(show_spinner=False)
 def grounding_verifier(use_embedder: bool, threshold: float) -> Any:
     """A grounding verifier (semantic tier only with the embedder), built once."""
+    from core.backends import load_learned
     from core.grounding import GroundingVerifier
 
     emb = embedder(settings().embedding_model) if use_embedder else None
-    return GroundingVerifier(embedder=emb, grounding_threshold=threshold)
+    learned, _ = load_learned(settings())  # unavailable: the result's checks say so
+    return GroundingVerifier(embedder=emb, learned=learned, grounding_threshold=threshold)
 
 
 @st.cache_resource(show_spinner="Loading the checks…")

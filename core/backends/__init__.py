@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from core.backends.embedder import Embedder, EmbeddingStore
     from core.backends.llm import LLMClient, ResponseCache
     from core.backends.nli import NLIModel
+    from core.grounding.learned import SupportModel
 
 
 def load_embedder(
@@ -43,6 +44,20 @@ def load_nli(settings: Any) -> tuple[NLIModel | None, CheckStatus]:
     try:
         return get_nli_model(settings.nli_model), OK
     except NLIUnavailableError as exc:
+        return None, unavailable(str(exc))
+
+
+def load_learned(settings: Any) -> tuple[SupportModel | None, CheckStatus]:
+    """The learned verifier shipped in the package (or ``GROUNDWATCH_LEARNED_VERIFIER_PATH``),
+    or why it is not used."""
+    if not settings.learned_verifier:
+        return None, unavailable("learned verifier turned off (GROUNDWATCH_LEARNED_VERIFIER)")
+    from core.grounding.learned import VerifierUnavailableError, get_support_model
+
+    path = settings.learned_verifier_path
+    try:
+        return get_support_model(None if path is None else str(path)), OK
+    except VerifierUnavailableError as exc:
         return None, unavailable(str(exc))
 
 

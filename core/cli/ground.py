@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from core.backends import load_embedder, load_llm, load_nli
+from core.backends import load_embedder, load_learned, load_llm, load_nli
 from core.cli.common import (
     EXIT_INVALID,
     EXIT_IO,
@@ -48,13 +48,19 @@ def _build_verifier(*, threshold: float | None) -> GroundingVerifier:
     embedder, emb_status = load_embedder(settings)
     nli, nli_status = load_nli(settings)
     llm, _ = load_llm(settings)
-    for name, status in (("embedding model", emb_status), ("NLI model", nli_status)):
+    learned, learned_status = load_learned(settings)
+    for name, status in (
+        ("embedding model", emb_status),
+        ("learned verifier", learned_status),
+        ("NLI model", nli_status),
+    ):
         if not status.ran:  # also stated in the result's checks, not hidden
             log.info("%s: %s", name, status)
     return GroundingVerifier(
         embedder=embedder,
         nli=nli,
         llm=llm,
+        learned=learned,
         grounding_threshold=(
             settings.grounding_score_threshold if threshold is None else threshold
         ),

@@ -13,7 +13,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import lru_cache
 from itertools import chain
@@ -43,12 +43,14 @@ class FactCheck:
     ``agree``: every specific is borne out. ``missing``: some specific is not in the evidence
     (the statement is then unsupported). ``conflict``: the evidence asserts a different value
     (the statement is then contradicted). ``reason`` names the specific that decided it;
-    ``term``, for a negation conflict, is the stem of the word said both ways.
+    ``term``, for a negation conflict, is the stem of the word said both ways; ``family`` is
+    the family of checks (:data:`FAMILIES`) that decided it.
     """
 
     status: FactStatus
     reason: str | None = None
     term: str | None = None
+    family: str | None = None
 
 
 AGREE = FactCheck("agree")
@@ -405,7 +407,7 @@ def _spine_level(m: re.Match[str]) -> str:
     return f"{m.group(1)}{m.group(2)}-{m.group(3)}"
 
 
-def _digits(text: str, *, ordinals: bool = True) -> str:
+def digits(text: str, *, ordinals: bool = True) -> str:
     """Spelled-out numbers replaced by digits ("forty five" -> "45", "seven point one" ->
     "7.1", "twenty eighteen" -> "2018", "a week" -> "1 week", and with ``ordinals``
     "second" -> "2", "a couple of" -> "2", "twice" -> "2 times", "next week" -> "1 week"),
@@ -484,7 +486,7 @@ def quantities(text: str, *, ordinals: bool = True) -> list[Quantity]:
 
 @lru_cache(maxsize=8192)
 def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
-    converted = _DATE_RE.sub(" ", _digits(text, ordinals=ordinals))
+    converted = _DATE_RE.sub(" ", digits(text, ordinals=ordinals))
     converted = _OUT_OF_RE.sub(r"\1/\2", converted)
     # the low end of a range, and the first of two dimensions, take the unit of the second:
     # "four to six hours" is 4 hours, "two by three centimeters" 2 cm
@@ -575,7 +577,7 @@ def dates(text: str) -> list[Date]:
         month, day = int(m.group(1)), int(m.group(2))
         if 1 <= month <= 12 and 1 <= day <= 31:
             found.append((month, day, None))
-    spoken = _digits(text)
+    spoken = digits(text)
     for m in _WORD_DATE_RE.finditer(spoken):
         said_day, said_year = m.group(2), m.group(3)
         name = m.group(1).lower()
@@ -707,7 +709,7 @@ _NUMBERED_NAME_RE = re.compile(
 @lru_cache(maxsize=4096)
 def _ranges(text: str, *, ordinals: bool = True) -> tuple[tuple[str, str, str | None], ...]:
     """(low, high, unit stem) of each range of values in ``text`` (cached)."""
-    converted = _DATE_RE.sub(" ", _digits(text, ordinals=ordinals))
+    converted = _DATE_RE.sub(" ", digits(text, ordinals=ordinals))
     return tuple(
         (
             _canonical(m.group(1)),
@@ -747,7 +749,7 @@ def _numbered_names(text: str) -> tuple[tuple[str, str], ...]:
             (m.group(1) or m.group(3) or " ".join(filter(None, m.group(5, 7)))).lower(),
             m.group(2) or m.group(4) or m.group(6),
         )
-        for m in _NUMBERED_NAME_RE.finditer(_digits(text, ordinals=False))
+        for m in _NUMBERED_NAME_RE.finditer(digits(text, ordinals=False))
     )
 
 
@@ -795,7 +797,7 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
         # (there, a value with a unit is borne out only by the same value with its unit)
         have, counted = have + also, counted + [h for h in also if h.unit]
     # "132/84" in a statement is borne out by "132 over 84" in speech.
-    spoken = re.findall(r"(\d+)\s+over\s+(\d+)", _digits(evidence))
+    spoken = re.findall(r"(\d+)\s+over\s+(\d+)", digits(evidence))
     values = {h.value for h in have} | {_canonical(f"{a}/{b}") for a, b in spoken}
     for q in wanted:
         if any(_same(q, h) for h in (counted if q.unit else have)) or (
@@ -2162,12 +2164,16 @@ def _compare_names(statement: str, evidence: str, source: str) -> FactCheck:
     return AGREE
 
 
+FAMILIES = ("numbered_names", "numbers", "dates", "names", "laterality", "negation")
+
+
 def compare_facts(
     statement: str,
     evidence_sentences: Sequence[str],
     source_sentences: Sequence[str] = (),
     *,
     focus: Sequence[str] | None = None,
+    families: Iterable[str] = FAMILIES,
 ) -> FactCheck:
     """Check a statement's specifics against the evidence around its best match.
 
@@ -2178,22 +2184,34 @@ def compare_facts(
             and values next to the same topic, may sit elsewhere in it).
         focus: the matched sentences themselves (plus the reply to a question), read for
             negation; default: ``evidence_sentences``.
+        families: which families of checks run (:data:`FAMILIES`).
 
     Returns:
         The first conflict found, else the first missing specific, else ``agree``.
     """
     evidence = " ".join(evidence_sentences)
     source = " ".join(source_sentences) or evidence
-    checks = (
-        _compare_numbered_names(statement, source),
-        _compare_numbers(statement, evidence, source_sentences),
-        _compare_dates(statement, evidence, source),
-        _compare_names(statement, evidence, source),
-        _compare_laterality(statement, evidence, source, source_sentences),
-        _compare_negation(
-            statement, evidence_sentences if focus is None else focus, source_sentences
-        ),
-    )
+    run = frozenset(families)
+    checks = [
+        replace(check(), family=name)
+        for name, check in (
+            ("numbered_names", lambda: _compare_numbered_names(statement, source)),
+            ("numbers", lambda: _compare_numbers(statement, evidence, source_sentences)),
+            ("dates", lambda: _compare_dates(statement, evidence, source)),
+            ("names", lambda: _compare_names(statement, evidence, source)),
+            (
+                "laterality",
+                lambda: _compare_laterality(statement, evidence, source, source_sentences),
+            ),
+            (
+                "negation",
+                lambda: _compare_negation(
+                    statement, evidence_sentences if focus is None else focus, source_sentences
+                ),
+            ),
+        )
+        if name in run
+    ]
     for check in checks:
         if check.status == "conflict":
             return check

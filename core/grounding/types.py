@@ -46,6 +46,11 @@ class StatementGrounding:
     grounding score. ``start``/``end`` locate the statement in the answer;
     ``evidence_start``/``evidence_end`` locate ``supporting_evidence`` in the source
     ``source_chunk_id`` (the best match, also for unsupported or contradicted statements).
+    ``support`` is the learned tier's calibrated probability that the sources support the
+    statement (None where that tier did not read it: an exact match, or no learned model).
+    ``unsupported_words`` are ``[start, end)`` offsets, in the statement, of the words the
+    evidence does not bear out (for a statement not grounded). ``signals`` are the inputs of
+    the learned decision, by name (the model's probability, the share of new words, ...).
     """
 
     index: int
@@ -61,6 +66,9 @@ class StatementGrounding:
     evidence_end: int | None
     reason: str | None
     similarity: float | None = None
+    support: float | None = None
+    unsupported_words: tuple[tuple[int, int], ...] = ()
+    signals: tuple[tuple[str, float], ...] = ()
 
     @property
     def is_grounded(self) -> bool:
@@ -83,6 +91,12 @@ class StatementGrounding:
             "evidence_end": self.evidence_end,
             "reason": self.reason,
             "similarity": None if self.similarity is None else round(self.similarity, 4),
+            "support": None if self.support is None else round(self.support, 4),
+            "unsupported_words": [
+                {"text": self.statement[a:b], "start": a, "end": b}
+                for a, b in self.unsupported_words
+            ],
+            "signals": {name: round(value, 4) for name, value in self.signals},
         }
 
 
@@ -92,8 +106,11 @@ class GroundingResult:
 
     ``grounding_score`` = grounded statements / all statements (higher is better).
     ``overall_grounded`` is true when the score reaches the threshold and no statement is
-    contradicted. ``checks`` gives each tier's status (exact, fuzzy, semantic, nli,
-    llm_judge, inference), so a tier that could not run is stated, not hidden.
+    contradicted. ``support_score`` (higher is better) is the least support of any statement:
+    the learned tier's probability where it read the statement, 1 for an exact match, 0 for a
+    contradiction; with no learned model, the grounding score. ``checks`` gives each tier's
+    status (exact, fuzzy, semantic, learned, nli, llm_judge, inference), so a tier that could
+    not run is stated, not hidden.
     """
 
     overall_grounded: bool
@@ -102,6 +119,7 @@ class GroundingResult:
     unsupported_statements: tuple[str, ...]
     warnings: tuple[str, ...]
     checks: dict[str, CheckStatus]
+    support_score: float = 0.0
 
     @property
     def contradicted_count(self) -> int:
@@ -111,6 +129,7 @@ class GroundingResult:
         """Plain JSON-safe data in the shape of the ``groundwatch ground --json`` contract."""
         return {
             "grounding_score": round(self.grounding_score, 4),
+            "support_score": round(self.support_score, 4),
             "overall_grounded": self.overall_grounded,
             "statements": [s.to_dict() for s in self.statements],
             "unsupported_statements": list(self.unsupported_statements),

@@ -20,7 +20,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -28,6 +28,7 @@ from rapidfuzz import fuzz
 from core.checks import OK, CheckStatus, failed, skipped, unavailable
 from core.grounding.facts import (
     DATA_DIR,
+    FAMILIES,
     QUESTION_RUN,
     FactCheck,
     compare_facts,
@@ -37,6 +38,8 @@ from core.grounding.facts import (
     statement_terms,
 )
 from core.grounding.inference import Judgement, llm_judge, nli_judge
+from core.grounding.learned import EVIDENCE_PASSAGES, PASSAGE_WORDS
+from core.grounding.support import evidence_keys, novelty, statement_words, unsupported_words
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
 from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
 from core.text import split_statements as _split_statements
@@ -45,10 +48,11 @@ if TYPE_CHECKING:
     from core.backends.embedder import Embedder
     from core.backends.llm import LLMClient
     from core.backends.nli import NLIModel
+    from core.grounding.learned import SupportModel
 
 log = logging.getLogger(__name__)
 
-TIERS = ("exact", "fuzzy", "semantic", "nli", "llm_judge", "inference")
+TIERS = ("exact", "fuzzy", "semantic", "learned", "nli", "llm_judge", "inference")
 
 
 @lru_cache(maxsize=1)
@@ -124,7 +128,9 @@ class _SourceIndex:
                     text = chunk.text[first.start : last.end]
                     self.units.append(_Unit(ci, i, i + size - 1, first.start, last.end, text))
         self.unit_norm = [self._unit_norm(u) for u in self.units]
+        self.passages = _passages(self.sources, self.sentences)
         self.vectors: np.ndarray | None = None
+        self.passage_vectors: np.ndarray | None = None
 
     def _unit_norm(self, unit: _Unit) -> str:
         """The unit's normalised text, cut from its chunk's (normalised once)."""
@@ -146,18 +152,19 @@ class _SourceIndex:
         texts = self.sentence_texts()
         both = embedder.encode([*texts, *extra])
         flat, extra_vectors = both[: len(texts)], both[len(texts) :]
-        self.vectors = self._window_vectors(flat)
+        self.vectors = self._window_vectors(flat, self.units)
+        self.passage_vectors = self._window_vectors(flat, self.passages)
         return extra_vectors
 
-    def _window_vectors(self, flat: np.ndarray) -> np.ndarray:
+    def _window_vectors(self, flat: np.ndarray, units: Sequence[_Unit]) -> np.ndarray:
         """Each unit's normalised sum of its sentences' vectors (``flat``: one row per
         sentence). Rows are added in sentence order and each norm is a dot product, as
         ``flat[a:b].sum(axis=0)`` and ``np.linalg.norm`` do: the same float32 values."""
-        if not self.units:
+        if not units:
             return np.zeros((0, flat.shape[1] if flat.size else 1), np.float32)
         offsets = np.cumsum([0, *(len(s) for s in self.sentences)])
-        first = np.array([offsets[u.chunk] + u.first for u in self.units])
-        size = np.array([u.last - u.first + 1 for u in self.units])
+        first = np.array([offsets[u.chunk] + u.first for u in units])
+        size = np.array([u.last - u.first + 1 for u in units])
         sums = flat[first]  # a copy
         for j in range(1, int(size.max())):
             rows = np.flatnonzero(size > j)
@@ -165,6 +172,36 @@ class _SourceIndex:
         norms = np.sqrt(np.array([v.dot(v) for v in sums], dtype=sums.dtype))
         norms[norms == 0] = 1
         return sums / norms[:, None]
+
+    def best_passages(self, statement: str, vector: np.ndarray | None, k: int) -> list[_Unit]:
+        """The ``k`` passages most like the statement: cosine plus half the share of the
+        statement's content words that the passage says (what the words alone find, such
+        as a drug name in a list, is found even where the meaning embeds far away); without
+        a vector, by the words alone."""
+        if vector is None or self.passage_vectors is None:
+            sims = np.zeros(len(self.passages))
+        else:
+            sims = self.passage_vectors @ vector
+        words = {key for key, _ in statement_words(statement)}
+        if words:
+            said = np.array(
+                [len(words & evidence_keys(p.text)) / len(words) for p in self.passages]
+            )
+            sims = sims + 0.5 * said
+        order = np.argsort(-sims, kind="stable")[:k]
+        return [self.passages[int(i)] for i in order]
+
+    def evidence(self, units: Sequence[_Unit]) -> str:
+        """The text of several passages in source order, overlapping ones merged, the rest
+        joined by an ellipsis."""
+        spans: list[tuple[int, int, int]] = []
+        for u in sorted(units, key=lambda u: (u.chunk, u.start)):
+            if spans and spans[-1][0] == u.chunk and u.start <= spans[-1][2]:
+                chunk, a, b = spans.pop()
+                spans.append((chunk, a, max(b, u.end)))
+            else:
+                spans.append((u.chunk, u.start, u.end))
+        return " … ".join(self.sources[c].text[a:b].strip() for c, a, b in spans)
 
     def context(self, unit: _Unit, margin: int = 2) -> list[str]:
         """The unit's sentences with ``margin`` neighbours each side (for fact checks)."""
@@ -216,6 +253,27 @@ class _SourceIndex:
         return _Unit(chunk, idx[0], idx[-1], start, end, text[start:end])
 
 
+def _passages(sources: Sequence[SourceChunk], sentences: list[list[Span]]) -> list[_Unit]:
+    """Each chunk cut into passages: from every sentence, it and the sentences after it up to
+    about :data:`PASSAGE_WORDS` words (at least one sentence); a passage inside the one
+    before is left out."""
+    out: list[_Unit] = []
+    for ci, spans in enumerate(sentences):
+        counts = [len(_WORD_RE.findall(s.text)) for s in spans]
+        last_end = -1
+        for i in range(len(spans)):
+            j, words = i, counts[i]
+            while j + 1 < len(spans) and words + counts[j + 1] <= PASSAGE_WORDS:
+                j += 1
+                words += counts[j]
+            if j == last_end:
+                continue
+            last_end = j
+            a, b = spans[i].start, spans[j].end
+            out.append(_Unit(ci, i, j, a, b, sources[ci].text[a:b]))
+    return out
+
+
 _LEAD_IN_FREE = frozenset("of any the a an some your my his her their".split())
 
 
@@ -227,6 +285,9 @@ class _Decision:
     unit: _Unit | None
     reason: str | None
     similarity: float | None = None
+    support: float | None = None
+    evidence: str | None = None  # what the learned tier read (for the unsupported words)
+    signals: tuple[tuple[str, float], ...] = ()
 
 
 class GroundingVerifier:
@@ -236,6 +297,11 @@ class GroundingVerifier:
         embedder: sentence embedder for the semantic tier; ``None``: tier ``unavailable``.
         nli: NLI cross-encoder for the inference tier; ``None``: that judge ``unavailable``.
         llm: OpenAI-compatible client used as an LLM judge; ``None``: ``unavailable``.
+        learned: the learned verifier (:class:`~core.grounding.learned.SupportModel`); when
+            given, it decides every statement that exact matching does not settle, and the
+            fuzzy and semantic tiers only find its evidence; ``None``: the rules decide.
+        fact_families: which families of fact checks run (default: those the shipped
+            settings keep; all of :data:`~core.grounding.facts.FAMILIES` without a model).
         semantic_threshold: least cosine for a semantic match against notes, documents and
             messages (default from core/data/grounding_params.json).
         transcript_threshold: the same against transcripts, where speech paraphrases the
@@ -253,6 +319,8 @@ class GroundingVerifier:
         embedder: Embedder | None = None,
         nli: NLIModel | None = None,
         llm: LLMClient | None = None,
+        learned: SupportModel | None = None,
+        fact_families: Sequence[str] | None = None,
         semantic_threshold: float | None = None,
         transcript_threshold: float | None = None,
         fuzzy_threshold: float | None = None,
@@ -265,6 +333,16 @@ class GroundingVerifier:
         self.embedder = embedder
         self.nli = nli
         self.llm = llm
+        self.learned = learned
+        combination = learned.settings.get("combination") if learned is not None else None
+        self.combination: dict[str, Any] | None = combination
+        if fact_families is None:
+            kept = (combination or {}).get("fact_families")
+            fact_families = FAMILIES if kept is None else tuple(kept)
+        unknown = set(fact_families) - set(FAMILIES)
+        if unknown:
+            raise ValueError(f"fact_families: unknown {sorted(unknown)}")
+        self.fact_families = tuple(fact_families)
         self.semantic_threshold = float(
             params["semantic_threshold"] if semantic_threshold is None else semantic_threshold
         )
@@ -370,6 +448,24 @@ class GroundingVerifier:
                 self.embedder.encode(list(dict.fromkeys(texts)))
         return [self.verify(answer, sources) for answer, sources in cases]
 
+    def evidence_texts(
+        self, statements: Sequence[str], sources: Sequence[SourceChunk]
+    ) -> list[str]:
+        """For each statement, the evidence the learned tier reads: its best passages joined
+        (the same retrieval, so that what a model is trained on is what it is shown; without
+        an embedder, passages are found by their words alone)."""
+        _check_sources(sources)
+        index = _SourceIndex(sources, self.window)
+        if not index.passages:
+            return ["" for _ in statements]
+        vectors = None if self.embedder is None else index.embed(self.embedder, list(statements))
+        return [
+            index.evidence(
+                index.best_passages(s, None if vectors is None else vectors[i], EVIDENCE_PASSAGES)
+            )
+            for i, s in enumerate(statements)
+        ]
+
     # -- tiers -----------------------------------------------------------------------------
 
     def _verify_all(
@@ -392,34 +488,51 @@ class GroundingVerifier:
         for i, span in enumerate(statements):
             decisions[i] = self._exact(norm_statements[i], span.text, index)
         checks["exact"] = OK
-        pending = [i for i, d in enumerate(decisions) if d is None]
-        for i in pending:
+        open_ = [i for i, d in enumerate(decisions) if d is None]  # what exact left open
+        for i in open_:
             decisions[i] = self._fuzzy(norm_statements[i], statements[i].text, index)
-        checks["fuzzy"] = OK if pending else skipped("every statement matched exactly")
+        checks["fuzzy"] = OK if open_ else skipped("every statement matched exactly")
 
-        pending = [i for i, d in enumerate(decisions) if d is None]
+        vectors: dict[int, np.ndarray] = {}
         best: dict[int, _Decision] = {}
         if self.embedder is None:
             checks["semantic"] = unavailable("no embedding model given")
-        elif not pending:
+        elif not open_:
             checks["semantic"] = skipped("every statement matched at an earlier tier")
         else:
             try:
-                vectors = index.embed(self.embedder, [statements[i].text for i in pending])
+                rows = index.embed(self.embedder, [statements[i].text for i in open_])
             except Exception as exc:  # the model failed: say so, keep the other tiers
                 checks["semantic"] = failed(f"embedding failed ({type(exc).__name__})")
                 log.warning("semantic tier failed: %s", type(exc).__name__)
             else:
                 checks["semantic"] = OK
-                for row, i in enumerate(pending):
-                    decision, fallback = self._semantic(statements[i].text, vectors[row], index)
+                vectors = {i: rows[k] for k, i in enumerate(open_)}
+                for i in open_:
+                    if decisions[i] is not None:
+                        continue
+                    decision, fallback = self._semantic(statements[i].text, vectors[i], index)
                     decisions[i] = decision
                     if fallback is not None:
                         best[i] = fallback
 
+        if self.learned is None:
+            checks["learned"] = unavailable("no learned verifier given")
+        elif not open_:
+            checks["learned"] = skipped("every statement matched exactly")
+        else:
+            self._learned_tier(statements, open_, vectors, decisions, best, index, checks)
         pending = [i for i, d in enumerate(decisions) if d is None or d.status == "unsupported"]
         self._inference(statements, pending, decisions, best, index, checks, warnings)
+        return self._results(statements, decisions, best, index)
 
+    def _results(
+        self,
+        statements: list[Span],
+        decisions: list[_Decision | None],
+        best: dict[int, _Decision],
+        index: _SourceIndex,
+    ) -> list[StatementGrounding]:
         results = []
         for i, span in enumerate(statements):
             decision = (
@@ -429,6 +542,86 @@ class GroundingVerifier:
             )
             results.append(_to_result(i, span, decision, index))
         return results
+
+    def _learned_tier(
+        self,
+        statements: list[Span],
+        open_: list[int],
+        vectors: dict[int, np.ndarray],
+        decisions: list[_Decision | None],
+        best: dict[int, _Decision],
+        index: _SourceIndex,
+        checks: dict[str, CheckStatus],
+    ) -> None:
+        """Every statement exact matching left open, read by the learned model against its
+        best passages. The decision is a fitted combination (:func:`combine`) of the model's
+        probability, the share of the statement's words its evidence does not say, and what
+        the rules found (their verdict, and a fact check of the best passage); a statement
+        not grounded is contradicted when the rules found a conflict, else unsupported."""
+        assert self.learned is not None
+        texts = [statements[i].text for i in open_]
+        units = [
+            index.best_passages(statements[i].text, vectors.get(i), EVIDENCE_PASSAGES)
+            for i in open_
+        ]
+        evidence = [index.evidence(u) for u in units]
+        try:
+            probs = self.learned.predict(list(zip(texts, evidence, strict=True)))
+        except Exception as exc:  # the rules' verdicts stand, and the check says why
+            checks["learned"] = failed(f"learned verifier failed ({type(exc).__name__})")
+            log.warning("learned tier failed: %s", type(exc).__name__)
+            return
+        checks["learned"] = OK
+        source = [c.text for c in index.sources]
+        for row, i in enumerate(open_):
+            rules = decisions[i] or best.get(i)
+            passage = units[row][0] if units[row] else None
+            check = (
+                _check_unit(texts[row], passage, index, self.fact_families)
+                if passage is not None
+                else None
+            )
+            signals = {
+                "model": float(probs[row]),
+                "new_words": novelty(texts[row], [evidence[row]]),
+                "new_words_source": novelty(texts[row], source),
+                "conflict": float(check is not None and check.status == "conflict"),
+                "missing": float(check is not None and check.status == "missing"),
+                "rules_grounded": float(rules is not None and rules.status == "grounded"),
+                "rules_contradicted": float(rules is not None and rules.status == "contradicted"),
+            }
+            support, grounded = combine(signals, self.combination)
+            named = tuple(signals.items())
+            # the rules' match is the tighter evidence span where they found one
+            unit = rules.unit if rules is not None and rules.unit is not None else passage
+            if grounded:
+                status, method, reason = "grounded", "inference", None
+                if rules is not None and rules.status == "grounded":
+                    method = rules.method
+            elif rules is not None and rules.status == "contradicted":
+                status, method, reason = "contradicted", rules.method, rules.reason
+            elif check is not None and check.status == "conflict" and check.family != "names":
+                status, method, reason, unit = "contradicted", "inference", check.reason, passage
+            elif check is not None and check.status == "conflict":
+                # another drug or condition named nearby does not make this one false: the
+                # statement is unsupported, and the reason says what the evidence names instead
+                status, method, reason = "unsupported", "unsupported", check.reason
+            else:
+                status, method = "unsupported", "unsupported"
+                reason = f"the sources do not bear it out (support {support:.2f})"
+            confidence = support if status == "grounded" else 1.0 - support
+            decisions[i] = _Decision(
+                cast(Status, status),
+                cast(Method, method),
+                confidence,
+                unit,
+                reason,
+                rules.similarity if rules is not None else None,
+                support,
+                evidence[row],
+                named,
+            )
+            best.pop(i, None)
 
     def _exact(self, norm_statement: str, statement: str, index: _SourceIndex) -> _Decision | None:
         if len(norm_statement) < 3:
@@ -445,6 +638,7 @@ class GroundingVerifier:
                 index.context(unit, 0),
                 index.source_sentences(ci),
                 focus=index.verbatim_focus(ci, start, end),
+                families=self.fact_families,
             )
             if check.status == "agree":
                 return _Decision("grounded", "exact_match", 1.0, unit, None, 1.0)
@@ -470,6 +664,7 @@ class GroundingVerifier:
             index.context(unit, 1),
             index.source_sentences(unit.chunk),
             focus=index.verbatim_focus(unit.chunk, unit.start, unit.end),
+            families=self.fact_families,
         )
         if check.status == "agree":
             return _Decision("grounded", "fuzzy_match", score, unit, None, score)
@@ -495,7 +690,7 @@ class GroundingVerifier:
                 continue
             close = True
             context = index.context(unit)
-            check = _check_unit(statement, unit, index)
+            check = _check_unit(statement, unit, index, self.fact_families)
             if check.term:
                 disputed.add(check.term)
             if check.status == "agree" and disputed and not mentions(context, disputed):
@@ -541,7 +736,7 @@ class GroundingVerifier:
             if unit.first != unit.last or not mentions([unit.text], terms):
                 continue  # one sentence that names them all: a window adds nothing
             sim = float(sims[k])
-            check = _check_unit(statement, unit, index)
+            check = _check_unit(statement, unit, index, self.fact_families)
             if check.status == "agree":
                 return _Decision("grounded", "fuzzy_match", 0.6, unit, None, sim)
             return _from_facts(check, "fuzzy_match", unit, sim)
@@ -558,7 +753,7 @@ class GroundingVerifier:
             unit = index.units[int(k)]
             if sim < self._threshold(index, unit):
                 continue
-            check = _check_unit(statement, unit, index)
+            check = _check_unit(statement, unit, index, self.fact_families)
             if check.status == "conflict" and check.term:
                 return _from_facts(check, "semantic_match", unit, sim)
         return None
@@ -670,6 +865,7 @@ class GroundingVerifier:
                 index.context(unit),
                 index.source_sentences(unit.chunk),
                 focus=index.focus(unit),
+                families=self.fact_families,
             )
             if check.status == "conflict":
                 return _from_facts(check, "inference", unit, None)
@@ -687,6 +883,32 @@ class GroundingVerifier:
 
 # --- helpers -----------------------------------------------------------------------------
 
+COMBINED_SIGNALS = (
+    "model",
+    "new_words",
+    "new_words_source",
+    "conflict",
+    "missing",
+    "rules_grounded",
+    "rules_contradicted",
+)
+
+
+def combine(signals: dict[str, float], params: dict[str, Any] | None) -> tuple[float, bool]:
+    """The calibrated probability that the sources support a statement, and whether it is
+    grounded: a logistic combination of the signals fitted on development data
+    (``benchmarks/fit_verifier.py``), the model's log-odds among them; without fitted
+    parameters, the model's probability against 0.5."""
+    p = min(1 - 1e-6, max(1e-6, signals["model"]))
+    if not params:
+        return p, p >= 0.5
+    x = {**signals, "model": float(np.log(p / (1 - p)))}
+    z = float(params["intercept"]) + sum(
+        float(w) * x[name] for name, w in zip(params["features"], params["coef"], strict=True)
+    )
+    support = 1.0 / (1.0 + float(np.exp(-z)))
+    return support, support >= float(params["threshold"])
+
 
 def _check_sources(sources: Sequence[SourceChunk]) -> None:
     seen: set[str] = set()
@@ -698,10 +920,16 @@ def _check_sources(sources: Sequence[SourceChunk]) -> None:
         seen.add(chunk.id)
 
 
-def _check_unit(statement: str, unit: _Unit, index: _SourceIndex) -> FactCheck:
+def _check_unit(
+    statement: str, unit: _Unit, index: _SourceIndex, families: Sequence[str] = FAMILIES
+) -> FactCheck:
     """The statement's specifics against a semantic candidate and the text around it."""
     return compare_facts(
-        statement, index.context(unit), index.source_sentences(unit.chunk), focus=index.focus(unit)
+        statement,
+        index.context(unit),
+        index.source_sentences(unit.chunk),
+        focus=index.focus(unit),
+        families=families,
     )
 
 
@@ -760,6 +988,18 @@ def _to_result(i: int, span: Span, d: _Decision, index: _SourceIndex) -> Stateme
         evidence_end=unit.end if unit is not None else None,
         reason=d.reason,
         similarity=d.similarity,
+        support=d.support,
+        unsupported_words=(
+            ()
+            if d.status == "grounded"
+            else tuple(
+                (w.start, w.end)
+                for w in unsupported_words(
+                    span.text, [d.evidence or (unit.text if unit is not None else "")]
+                )
+            )
+        ),
+        signals=d.signals,
     )
 
 
@@ -787,9 +1027,18 @@ def _assemble(
         check = checks.get(name)
         if check is not None and check.status in ("unavailable", "failed"):
             notes.append(f"{name} tier {check}")
+    support = [
+        0.0
+        if r.status == "contradicted"
+        else r.support
+        if r.support is not None
+        else float(r.is_grounded)
+        for r in results
+    ]
     return GroundingResult(
         overall_grounded=bool(total) and score >= threshold and not contradicted,
         grounding_score=score,
+        support_score=min(support) if support else 0.0,
         statements=tuple(results),
         unsupported_statements=tuple(r.statement for r in flagged),
         warnings=tuple(notes),

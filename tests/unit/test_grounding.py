@@ -198,6 +198,7 @@ def test_result_score_lists_and_checks(verifier: GroundingVerifier) -> None:
     json.dumps(data)  # JSON-safe
     assert set(data) == {
         "grounding_score",
+        "support_score",
         "overall_grounded",
         "statements",
         "unsupported_statements",
