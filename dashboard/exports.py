@@ -64,18 +64,66 @@ def rows_to_csv(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> str
 def statement_highlights(
     answer: str | None, statements: Sequence[Mapping[str, Any]]
 ) -> list[Highlight]:
-    """One highlight per statement located in the answer, coloured by status."""
+    """Highlights of each statement located in the answer, coloured by status; where the
+    verifier marked the words the evidence does not bear out (and the statement is the
+    answer's own text there), those words are outlined on their own."""
     out: list[Highlight] = []
     for s in statements:
         if s.get("start") is None or s.get("end") is None or not answer:
             continue
+        start, end = int(s["start"]), int(s["end"])
         status = s.get("status") or "unsupported"
-        kind = status if status in ("grounded", "unsupported", "contradicted") else "unsupported"
         conf = s.get("confidence")
-        title = f"#{int(s.get('index', 0)) + 1} {status} · {s.get('method') or ''}"
+        method = s.get("method") or s.get("verification_method") or ""
+        title = f"#{int(s.get('index', 0)) + 1} {status} · {method}"
         if conf is not None:
             title += f" · confidence {float(conf):.2f}"
-        out.append(Highlight(int(s["start"]), int(s["end"]), kind, title))
+        marked = s.get("unsupported_words") or []
+        words = None
+        if marked and answer[start:end] == s.get("text"):
+            words = [(int(w["start"]), int(w["end"])) for w in marked]
+        out.extend(word_marks(answer, start, end, status, None, words=words or [], title=title))
+    return out
+
+
+def word_marks(
+    text: str,
+    start: int,
+    end: int,
+    status: str,
+    evidence: str | None,
+    *,
+    words: Sequence[tuple[int, int]] | None = None,
+    title: str | None = None,
+) -> list[Highlight]:
+    """Highlights tiling ``text[start:end]`` (a statement inside its answer): the words the
+    evidence does not bear out marked on their own, so a reviewer sees at once what to
+    check; the rest of the statement in its status colour. ``words`` are those words'
+    offsets in the statement when the verifier gave them; otherwise they are found against
+    ``evidence``. A grounded statement, or one with neither, is one highlight."""
+    from core.grounding.support import unsupported_words
+
+    kind = status if status in ("grounded", "unsupported", "contradicted") else "unsupported"
+    title = title or status
+    if not 0 <= start < end <= len(text):
+        return []
+    if words is None:
+        found = unsupported_words(text[start:end], [evidence]) if evidence else []
+        words = [(w.start, w.end) for w in found]
+    if status == "grounded" or not words:
+        return [Highlight(start, end, kind, title)]
+    out: list[Highlight] = []
+    at = start
+    for w_start, w_end in words:
+        a, b = start + w_start, start + w_end
+        if a < at or b > end:
+            continue
+        if a > at:
+            out.append(Highlight(at, a, kind, title))
+        out.append(Highlight(a, b, "focus", "not in the evidence"))
+        at = b
+    if at < end:
+        out.append(Highlight(at, end, kind, title))
     return out
 
 

@@ -112,7 +112,8 @@ for s in conv["statements"]:
     if s.get("review"):
         title += f" · verdict: {s['review']['verdict']}"
     with st.expander(title, expanded=s["status"] != "grounded"):
-        st.html(badge(s["status"], s["status"]) + " " + highlight_html(s["text"], [], box=False))
+        marks = exports.word_marks(s["text"], 0, len(s["text"]), s["status"], s.get("evidence"))
+        st.html(badge(s["status"], s["status"]) + " " + highlight_html(s["text"], marks, box=False))
         if s.get("reason"):
             st.caption(s["reason"])
         src = sources.get(s["source_id"])

@@ -137,8 +137,12 @@ with left:
     else:
         spans = []
         if item["start"] is not None and item["end"] is not None:
-            spans.append(Highlight(item["start"], item["end"], item["status"], "flagged"))
+            spans = exports.word_marks(
+                answer, item["start"], item["end"], item["status"], item.get("evidence")
+            )
         st.html(highlight_html(answer, spans))
+        if any(h.kind == "focus" for h in spans):
+            st.caption("Outlined: words the evidence does not bear out.")
 with right:
     st.markdown(f"**Source {item['source_chunk_id'] or '(none)'}**")
     sources = {s.get("id"): s.get("text") for s in (conv or {}).get("sources", [])}

@@ -158,6 +158,7 @@ if grounding is not None:
                 "status": s["status"],
                 "method": s["verification_method"],
                 "confidence": s["confidence"],
+                "not in the evidence": ", ".join(w["text"] for w in s["unsupported_words"]),
             }
             for s in grounding["statements"]
         ],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import timedelta
 
 import pytest
@@ -24,6 +25,11 @@ def metric(at: AppTest, label: str) -> str:
 
 def html_text(at: AppTest) -> str:
     return "\n".join(str(h.proto.body) for h in at.get("html"))
+
+
+def shown_text(at: AppTest) -> str:
+    """The HTML blocks' text as a reader sees it: tags (the highlights) removed, escapes kept."""
+    return re.sub(r"<[^>]+>", "", html_text(at))
 
 
 def no_errors(at: AppTest) -> None:
@@ -92,7 +98,9 @@ def test_review_shows_statement_in_answer_and_evidence_in_source(seeded_db, use_
     body = html_text(at)
     # the flagged statement is marked inside its answer, the closest evidence in the source
     assert 'class="gw-contradicted"' in body
-    assert "metformin 1000 mg twice daily" in body
+    assert "metformin 1000 mg twice daily" in shown_text(at)
+    # the word the evidence does not bear out is outlined on its own
+    assert 'title="not in the evidence">1000</mark>' in body
     assert "metformin 500 mg twice daily</mark>" in body
 
 
@@ -215,7 +223,8 @@ def test_upload_answer_grounding_without_model(seeded_db, use_db):
     no_errors(at)
     body = html_text(at)
     assert "Answer grounding" in [s.value for s in at.subheader]
-    assert "&lt;b&gt;He takes warfarin.&lt;/b&gt;" in body
+    assert "&lt;b&gt;He takes warfarin.&lt;/b&gt;" in shown_text(at)
+    assert "<b>" not in body
     assert 'class="gw-grounded"' in body
     assert 'class="gw-unsupported"' in body
 
