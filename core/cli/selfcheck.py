@@ -19,6 +19,7 @@ class MethodChoice(StrEnum):
     ngram = "ngram"
     embedding = "embedding"
     nli = "nli"
+    learned = "learned"
     llm = "llm"
     combined = "combined"
 
@@ -99,6 +100,12 @@ def _detector(method: MethodChoice, settings: Any) -> Any:
         if method is MethodChoice.embedding:
             return sc.SelfCheckEmbedding(encoder=encoder) if encoder else sc.SelfCheckEmbedding()
         return sc.SelfCheckCombined(encoder=encoder)
+    if method is MethodChoice.learned:
+        from core.backends import load_embedder, load_learned
+
+        return sc.SelfCheckLearned(
+            model=load_learned(settings)[0], embedder=load_embedder(settings)[0]
+        )
     if method is MethodChoice.nli:
         from core.backends.nli import NLIUnavailableError, get_nli_model
 

@@ -6,6 +6,8 @@ each sentence, higher = more likely hallucinated (each class documents its range
 - :class:`SelfCheckNgram`: unigram language model over answer + samples (-log p, mean/max);
 - :class:`SelfCheckEmbedding`: MiniLM, 1 - mean over samples of the best cosine;
 - :class:`SelfCheckNLI`: mean contradiction probability (needs an NLI model);
+- :class:`SelfCheckLearned`: mean probability that a sample does not bear the sentence out,
+  by the learned verifier shipped in the package;
 - :class:`SelfCheckLLMPrompt`: "Is the sentence supported by the context above?" via an LLM;
 - :class:`SelfCheckCombined`: fitted logistic combination of offline signals;
 - :class:`SemanticEntropy`: discrete semantic entropy over whole sampled answers.
@@ -27,6 +29,7 @@ from core.selfcheck._common import (
 from core.selfcheck.combined import SelfCheckCombined
 from core.selfcheck.embedding import SelfCheckEmbedding
 from core.selfcheck.entropy import SemanticEntropy, SemanticEntropyResult, discrete_entropy
+from core.selfcheck.learned import SelfCheckLearned
 from core.selfcheck.ngram import SelfCheckNgram, UnigramModel
 from core.selfcheck.nli import SelfCheckNLI
 from core.selfcheck.prompt import PROMPT_TEMPLATE, SelfCheckLLMPrompt, parse_answer
@@ -37,6 +40,7 @@ __all__ = [
     "SelfCheckCombined",
     "SelfCheckEmbedding",
     "SelfCheckLLMPrompt",
+    "SelfCheckLearned",
     "SelfCheckNLI",
     "SelfCheckNgram",
     "SelfCheckResult",

@@ -12,7 +12,7 @@ from core.checks import OK, CheckStatus
 from core.quality import RiskLevel, risk_level_for
 from core.text import split_sentences as project_split
 
-Method = Literal["ngram", "embedding", "nli", "llm", "combined"]
+Method = Literal["ngram", "embedding", "nli", "learned", "llm", "combined"]
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _WORD = re.compile(r"\w+", re.UNICODE)
