@@ -1,0 +1,194 @@
+"""Fit the learned verifier's decision on development rows: calibration, combination, threshold.
+
+The shipped model's probability is one signal; the share of the statement's words that its
+evidence (and the whole source) does not say, and whether a fact check finds a conflict or a
+missing specific, are the others (``core.grounding.verifier.COMBINED_SIGNALS``). A logistic
+regression over them, fitted here on dev rows only (ACI-Bench ``valid.csv``, the MTS-Dialog
+dev encounters of :func:`core.grounding.splits.split_of`, MedHallu rows 5-6), gives each
+statement its calibrated probability of support. The threshold is the one with the best F1
+whose false alarms on real reference sentences of the dev visits stay within
+``--max-false-alarms``. Everything is written into ``core/data/verifier/verifier.json``.
+
+    python benchmarks/fit_verifier.py --data ../shared/data [--families numbers,negation,...]
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _common import base_parser, print_table, require_data
+from verifier_data import benchmark_items
+
+
+def dev_cases(data: Path, seed: int) -> list[tuple[str, list[Any], list[tuple[str, int, str]]]]:
+    """(group, sources, [(statement, label, kind)]) for every dev encounter and item."""
+    from core.grounding import SourceChunk
+    from core.grounding.splits import ACI_DEV, MTS_TRAIN, split_of
+
+    rng = random.Random(seed)
+    cases: list[tuple[str, list[Any], list[tuple[str, int, str]]]] = []
+    with require_data(data, "aci_bench", ACI_DEV).open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            items = benchmark_items(row["note"], row["dialogue"], rng)
+            cases.append(
+                (
+                    "aci",
+                    [SourceChunk("visit", row["dialogue"], "transcript")],
+                    [(s, int(k is not None), k or "reference") for s, k, _ in items],
+                )
+            )
+    with require_data(data, "mts_dialog", MTS_TRAIN[0]).open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            if split_of("mts", MTS_TRAIN[0], row["ID"]) != "dev":
+                continue
+            items = benchmark_items(row["section_text"], row["dialogue"], rng)
+            cases.append(
+                (
+                    "mts",
+                    [SourceChunk("visit", row["dialogue"], "transcript")],
+                    [(s, int(k is not None), k or "reference") for s, k, _ in items],
+                )
+            )
+    path = require_data(data, "medhallu", "medhallu_pqa_labeled.jsonl")
+    with path.open(encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if split_of("medhallu", path.name, i) != "dev":
+                continue
+            item = json.loads(line)
+            sources = [SourceChunk(f"k{j}", t) for j, t in enumerate(item["Knowledge"]) if t]
+            cases.append(
+                (
+                    "medhallu",
+                    sources,
+                    [
+                        (item["Ground Truth"], 0, "reference"),
+                        (item["Hallucinated Answer"], 1, "medhallu"),
+                    ],
+                )
+            )
+    return cases
+
+
+def collect(verifier: Any, cases: list[Any]) -> list[dict[str, Any]]:
+    """Each dev statement's signals (None when exact matching settled it) and label
+    (1 = hallucinated)."""
+    rows = []
+    for group, sources, items in cases:
+        results = verifier.verify_statements([s for s, _, _ in items], sources)
+        for (_, label, kind), res in zip(items, results, strict=True):
+            rows.append(
+                {
+                    "group": group,
+                    "label": label,
+                    "kind": kind,
+                    "signals": dict(res.signals) or None,
+                    "status": res.status,
+                }
+            )
+    return rows
+
+
+def matrix(rows: list[dict[str, Any]]) -> np.ndarray:
+    from core.grounding.verifier import COMBINED_SIGNALS
+
+    out = []
+    for r in rows:
+        s = dict(r["signals"])
+        p = min(1 - 1e-6, max(1e-6, s["model"]))
+        s["model"] = float(np.log(p / (1 - p)))
+        out.append([s[name] for name in COMBINED_SIGNALS])
+    return np.array(out, dtype=np.float64)
+
+
+def fit(
+    rows: list[dict[str, Any]], families: Sequence[str], *, max_false_alarms: float
+) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
+    """The combination fitted on ``rows`` (from :func:`collect`), the threshold sweep, and
+    the dev F1 at the chosen threshold."""
+    from sklearn.linear_model import LogisticRegression
+
+    from core.grounding.verifier import COMBINED_SIGNALS, combine
+
+    learned = [r for r in rows if r["signals"] is not None]
+    x = matrix(learned)
+    y = np.array([1 - r["label"] for r in learned])  # 1 = supported
+    weights = np.array([0.5 if r["group"] == "medhallu" else 1.0 for r in learned])
+    fit = LogisticRegression(C=1.0, max_iter=1000)
+    fit.fit(x, y, sample_weight=weights)
+    params: dict[str, Any] = {
+        "features": list(COMBINED_SIGNALS),
+        "coef": [round(float(c), 6) for c in fit.coef_[0]],
+        "intercept": round(float(fit.intercept_[0]), 6),
+        "threshold": 0.5,
+        "fact_families": list(families),
+    }
+    support = np.array(
+        [
+            combine(dict(r["signals"]), params)[0]
+            if r["signals"]
+            else float(r["status"] == "grounded")  # settled by exact matching
+            for r in rows
+        ]
+    )
+    labels = np.array([r["label"] for r in rows])
+    real = np.array([r["kind"] == "reference" and r["group"] != "medhallu" for r in rows])
+    best = (0.0, 0.5)
+    table = []
+    for t in np.arange(0.05, 0.96, 0.025):
+        flagged = support < t
+        tp = int((flagged & (labels == 1)).sum())
+        fp = int((flagged & (labels == 0)).sum())
+        fn = int((~flagged & (labels == 1)).sum())
+        f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+        fa = float(flagged[real].mean())
+        table.append({"threshold": float(t), "f1": f1, "false alarms (real)": fa})
+        if fa <= max_false_alarms and f1 > best[0]:
+            best = (f1, float(t))
+    params["threshold"] = round(best[1], 3)
+    return params, table, best[0]
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--max-false-alarms", type=float, default=0.08)
+    parser.add_argument("--families", default=None, help="fact-check families kept (default all)")
+    parser.add_argument("--dry-run", action="store_true", help="print, do not write")
+    args = parser.parse_args()
+
+    from core.backends.embedder import get_embedder
+    from core.grounding import GroundingVerifier
+    from core.grounding.facts import FAMILIES
+    from core.grounding.learned import MODEL_DIR, SETTINGS, SupportModel
+
+    families = tuple(args.families.split(",")) if args.families else FAMILIES
+    verifier = GroundingVerifier(
+        embedder=get_embedder(), learned=SupportModel(), fact_families=families
+    )
+    verifier.combination = None  # raw signals
+    rows = collect(verifier, dev_cases(args.data, args.seed))
+    params, table, dev_f1 = fit(rows, families, max_false_alarms=args.max_false_alarms)
+    print_table(table, ["threshold", "f1", "false alarms (real)"], "dev sweep")
+    print(f"chosen threshold {params['threshold']} (dev F1 {dev_f1:.3f})")
+    print(json.dumps(params, indent=2))
+    if args.dry_run:
+        return
+    path = MODEL_DIR / SETTINGS
+    settings = json.loads(path.read_text("utf-8"))
+    settings["combination"] = {
+        **params,
+        "fitted_on": {g: sum(r["group"] == g for r in rows) for g in ("aci", "mts", "medhallu")},
+        "command": "python benchmarks/fit_verifier.py"
+        + (f" --families {args.families}" if args.families else ""),
+    }
+    path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote the combination into {path}")
+
+
+if __name__ == "__main__":
+    main()

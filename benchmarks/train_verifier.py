@@ -1,0 +1,205 @@
+"""Train the learned verifier and write it into the package (never run by tests or CI).
+
+all-MiniLM-L6-v2 (the embedder's weights) becomes a cross-encoder: (statement, evidence) ->
+log-odds that the evidence supports the statement, trained with sentence-transformers'
+``CrossEncoderTrainer`` and binary cross-entropy on the pairs of ``verifier_data.py`` (train
+rows only), one epoch, seeded, bfloat16 autocast where the CPU has it. The word embeddings
+stay frozen (so the package ships the rest, half the size, and takes them from the installed
+MiniLM). Stages, each resumable:
+
+1. ``pairs``: build the pairs (``build/verifier/pairs.jsonl``) unless they exist;
+2. ``train``: fine-tune, checkpoints in ``build/verifier/checkpoints``;
+3. ``export``: the weights as float16 safetensors and ``verifier.json`` (settings, training
+   manifest) into ``core/data/verifier/``.
+
+The calibration and the combination with the rule signals are fitted afterwards on dev rows
+by ``fit_verifier.py``.
+
+    python benchmarks/train_verifier.py --data ../shared/data [--stages pairs,train,export]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from _common import ROOT, base_parser
+
+WORK = ROOT / "build" / "verifier"
+MAX_LENGTH = 192
+
+
+def load_pairs(path: Path, split: str) -> list[dict[str, object]]:
+    with path.open(encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    assert all(r["split"] in ("train", "dev") for r in rows), "a test row reached the pairs"
+    return [r for r in rows if r["split"] == split]
+
+
+def train(pairs: Path, out: Path, *, seed: int, epochs: float, lr: float, batch: int) -> float:
+    """Fine-tune and save the model to ``out``; returns the training time in seconds."""
+    import torch
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import (
+        CrossEncoder,
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+    )
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+
+    from core.backends.embedder import default_model_path, resolve_precision
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    from core.grounding.learned import model_inputs
+
+    rows = load_pairs(pairs, "train")
+    random.Random(seed).shuffle(rows)
+    inputs = [model_inputs(str(r["statement"]), str(r["evidence"])) for r in rows]
+    data = Dataset.from_dict(
+        {
+            "statement": [s for s, _ in inputs],
+            "evidence": [e for _, e in inputs],
+            "label": [float(r["label"]) for r in rows],  # type: ignore[arg-type]
+        }
+    )
+    model = CrossEncoder(default_model_path(), num_labels=1, max_length=MAX_LENGTH, device="cpu")
+    model.model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    args = CrossEncoderTrainingArguments(
+        output_dir=str(out.parent / "checkpoints"),
+        num_train_epochs=epochs,
+        per_device_train_batch_size=batch,
+        learning_rate=lr,
+        warmup_steps=0.05,
+        weight_decay=0.01,
+        bf16=resolve_precision("auto") == "bf16",
+        use_cpu=True,
+        seed=seed,
+        data_seed=seed,
+        save_strategy="steps",
+        save_steps=200,
+        save_total_limit=2,
+        logging_steps=50,
+        report_to="none",
+        dataloader_num_workers=0,
+    )
+    trainer = CrossEncoderTrainer(
+        model=model, args=args, train_dataset=data, loss=BinaryCrossEntropyLoss(model)
+    )
+    started = time.perf_counter()
+    checkpoints = sorted((out.parent / "checkpoints").glob("checkpoint-*"))
+    trainer.train(resume_from_checkpoint=bool(checkpoints))
+    elapsed = time.perf_counter() - started
+    model.save_pretrained(str(out))
+    (out / "training_seconds.txt").write_text(f"{elapsed:.0f}\n")
+    return elapsed
+
+
+def export(trained: Path, pairs: Path, *, seed: int, command: str) -> None:
+    """Float16 safetensors of every weight but the word embeddings, and verifier.json."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from core.grounding.learned import (
+        MODEL_DIR,
+        SETTINGS,
+        WEIGHTS,
+        WORD_EMBEDDINGS,
+        embedding_checksum,
+    )
+
+    state = load_file(str(trained / "model.safetensors"))
+    words = state.pop(WORD_EMBEDDINGS)
+    MODEL_DIR.mkdir(parents=True, exist_ok=True)
+    save_file(
+        {k: v.to(torch.float16).contiguous() for k, v in state.items() if "position_ids" not in k},
+        str(MODEL_DIR / WEIGHTS),
+        metadata={"format": "pt", "base": "all-MiniLM-L6-v2", "dtype": "float16"},
+    )
+    manifest: Counter[str] = Counter()
+    labels: Counter[str] = Counter()
+    for r in load_pairs(pairs, "train"):
+        manifest[str(r["corpus"])] += 1
+        labels[f"{r['corpus']}:{r['label']}"] += 1
+    from core.grounding.splits import ACI_TRAIN, MTS_TRAIN
+
+    files = {
+        "aci": [f"aci_bench/{ACI_TRAIN}"],
+        "mts": [f"mts_dialog/{MTS_TRAIN[0]} (ID not a multiple of 10)"],
+        "mts_bt": [f"mts_dialog/{n} (ID not a multiple of 10)" for n in MTS_TRAIN[1:]],
+        "medhallu": ["medhallu/medhallu_pqa_labeled.jsonl (row index % 10 in 0-4)"],
+    }
+    seconds_file = trained / "training_seconds.txt"
+    old = json.loads((MODEL_DIR / SETTINGS).read_text()) if (MODEL_DIR / SETTINGS).exists() else {}
+    settings = {
+        **old,
+        "version": time.strftime("%Y-%m-%d"),
+        "max_length": MAX_LENGTH,
+        "embedding_checksum": embedding_checksum(words),
+        "training": {
+            "command": command,
+            "seed": seed,
+            "seconds": float(seconds_file.read_text()) if seconds_file.exists() else None,
+            "train_pairs_by_corpus": dict(sorted(manifest.items())),
+            "train_pairs_by_label": dict(sorted(labels.items())),
+            "clinical_files": {k: v for k, v in files.items() if k in manifest},
+            "git_commit": _git_commit(),
+        },
+    }
+    (MODEL_DIR / SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
+    size = (MODEL_DIR / WEIGHTS).stat().st_size / 1e6
+    print(f"exported {WEIGHTS} ({size:.1f} MB) and {SETTINGS} to {MODEL_DIR}")
+
+
+def _git_commit() -> str | None:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        return None
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--stages", default="pairs,train,export")
+    parser.add_argument("--pairs", type=Path, default=WORK / "pairs.jsonl")
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--batch", type=int, default=32)
+    args = parser.parse_args()
+    stages = args.stages.split(",")
+    command = "python benchmarks/train_verifier.py " + " ".join(sys.argv[1:])
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if "pairs" in stages and not args.pairs.exists():
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "verifier_data.py"),
+                "--data",
+                str(args.data),
+                "--seed",
+                str(args.seed),
+                "--out",
+                str(args.pairs),
+            ],
+            check=True,
+        )
+    trained = WORK / "model"
+    if "train" in stages:
+        seconds = train(
+            args.pairs, trained, seed=args.seed, epochs=args.epochs, lr=args.lr, batch=args.batch
+        )
+        print(f"trained in {seconds / 60:.1f} min")
+    if "export" in stages:
+        export(trained, args.pairs, seed=args.seed, command=command)
+
+
+if __name__ == "__main__":
+    main()

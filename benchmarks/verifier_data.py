@@ -1,0 +1,333 @@
+"""(statement, evidence, label) pairs for the learned verifier, from public data only.
+
+Clinical pairs: each sentence of a reference note (ACI-Bench) or note section (MTS-Dialog,
+with its back-translated copies) against the passages of its own visit that the verifier
+would read it against (:meth:`GroundingVerifier.evidence_texts`: the same retrieval as in the
+product). Notes sometimes add what the visit never says, so a reference sentence is kept as a
+positive only when the evidence says at least half of its content words
+(``MAX_POSITIVE_NOVELTY``), or three quarters and means much the same (``RESCUE_*``); the
+rest are left out and counted. Negatives are made from kept
+positives with a fixed seed (:mod:`core.grounding.perturb`: changed specifics, flipped
+negations, additions never said, merged facts, hedges made certain), plus a sentence of
+another visit's note read against this visit, plus a positive read against a passage of its
+visit that does not say it. MedHallu answers (ground truth and hallucinated) against their
+knowledge. The general claim/evidence corpora come from ``verifier_corpora.py``.
+
+Which rows may be used is decided by :func:`core.grounding.splits.split_of`; a test row is
+never read here.
+
+    python benchmarks/verifier_data.py --data ../shared/data --out build/verifier/pairs.jsonl
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import sys
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from _common import ROOT, base_parser, require_data
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+# A reference sentence is a positive when its evidence says at least half its content words,
+# or three quarters of them and it means much the same (clinical words for plain speech:
+# "denies hematemesis" against "no, I haven't vomited any blood").
+MAX_POSITIVE_NOVELTY = 0.5
+RESCUE_NOVELTY = 0.75
+RESCUE_COSINE = 0.5
+MIN_WORDS = 3
+# How often each kind of hallucination is chosen when a statement allows several: the edits
+# that change a specific are rarer in the data than additions, so they weigh more.
+KIND_WEIGHTS = {
+    "number": 3.0,
+    "time_unit": 2.0,
+    "negation": 3.0,
+    "laterality": 3.0,
+    "attribute": 2.5,
+    "drug": 3.0,
+    "diagnosis": 2.5,
+    "hedge": 2.0,
+    "sex": 0.7,
+    "relative": 2.0,
+    "family_to_patient": 2.5,
+    "merge": 2.5,
+    "add_order": 1.0,
+    "add_referral": 0.7,
+    "add_family_history": 0.7,
+    "add_duration": 1.0,
+    "add_age": 0.8,
+    "add_symptom": 1.2,
+    "add_social": 0.7,
+    "add_drug": 0.8,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Encounter:
+    """A visit and the note (or note section) written from it."""
+
+    dataset: str
+    file: str
+    key: str
+    split: str
+    dialogue: str
+    note: str
+    header: str
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One training pair (``label`` 1: the evidence supports the statement)."""
+
+    statement: str
+    evidence: str
+    label: int
+    corpus: str
+    split: str
+    kind: str
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def clinical_encounters(
+    data: Path, *, augmented_share: float, rng: random.Random
+) -> list[Encounter]:
+    """ACI-Bench train/valid and MTS-Dialog training (+ a share of each back-translated
+    copy), every row's split from :func:`split_of`; test files are not opened."""
+    from core.grounding.splits import ACI_DEV, ACI_TRAIN, MTS_TRAIN, split_of
+
+    out: list[Encounter] = []
+    for name in (ACI_TRAIN, ACI_DEV):
+        for row in _csv(require_data(data, "aci_bench", name)):
+            split = split_of("aci", name)
+            out.append(
+                Encounter("aci", name, row["encounter_id"], split, row["dialogue"], row["note"], "")
+            )
+    for k, name in enumerate(MTS_TRAIN):
+        rows = _csv(require_data(data, "mts_dialog", name))
+        if k:  # a back-translated copy: a share of its translated rows (it repeats the rest)
+            rows = [r for r in rows if r["ID"].startswith("TR=") and rng.random() < augmented_share]
+        for row in rows:
+            split = split_of("mts", name, row["ID"])
+            out.append(
+                Encounter(
+                    "mts" if k == 0 else "mts_bt",
+                    name,
+                    row["ID"],
+                    split,
+                    row["dialogue"],
+                    row["section_text"],
+                    row["section_header"],
+                )
+            )
+    assert all(e.split != "test" for e in out)
+    return out
+
+
+def _choose(options: Sequence[Any], rng: random.Random, n: int) -> list[Any]:
+    pool = list(options)
+    chosen = []
+    for _ in range(min(n, len(pool))):
+        weights = [KIND_WEIGHTS.get(h.kind, 1.0) for h in pool]
+        pick = rng.choices(range(len(pool)), weights=weights)[0]
+        chosen.append(pool.pop(pick))
+    return chosen
+
+
+def encounter_rows(
+    enc: Encounter,
+    verifier: Any,
+    rng: random.Random,
+    foreign: Sequence[str],
+    counts: Counter[str],
+) -> list[Row]:
+    """Positives, generated negatives, a foreign sentence and an off-passage pair."""
+    from core.grounding import SourceChunk
+    from core.grounding.perturb import hallucinate
+    from core.grounding.support import novelty
+    from core.text import split_statements
+
+    statements = [
+        s.text.strip()
+        for s in split_statements(enc.note)
+        if len(s.text.split()) >= MIN_WORDS and any(c.isalpha() for c in s.text)
+    ]
+    if not statements or not enc.dialogue.strip():
+        return []
+    source = [SourceChunk("visit", enc.dialogue, "transcript")]
+    evidence = verifier.evidence_texts(statements, source)
+    vectors = verifier.embedder.encode([*statements, *evidence])
+    cosines = (vectors[: len(statements)] * vectors[len(statements) :]).sum(axis=1)
+    kept = []
+    for s, ev, cos in zip(statements, evidence, cosines, strict=True):
+        new = novelty(s, [ev])
+        if new > MAX_POSITIVE_NOVELTY and not (new <= RESCUE_NOVELTY and cos >= RESCUE_COSINE):
+            counts["positive dropped (evidence says under half its words)"] += 1
+            continue
+        counts["positive kept"] += 1
+        kept.append((s, ev))
+    negatives: list[tuple[str, str]] = []
+    for s, _ in kept:
+        made = hallucinate(s, enc.dialogue, rng, others=statements)
+        for h in _choose(made, rng, 2 if rng.random() < 0.3 else 1):
+            negatives.append((h.text, h.kind))
+    for s in rng.sample(list(foreign), min(len(foreign), 1 + len(kept) // 6)):
+        negatives.append((s, "other_visit"))
+    neg_evidence = verifier.evidence_texts([t for t, _ in negatives], source) if negatives else []
+    rows = [Row(s, ev, 1, enc.dataset, enc.split, "reference") for s, ev in kept]
+    for (text, kind), ev in zip(negatives, neg_evidence, strict=True):
+        if kind == "other_visit" and novelty(text, [ev]) < 0.3:
+            counts["foreign sentence dropped (the visit says it too)"] += 1
+            continue
+        rows.append(Row(text, ev, 0, enc.dataset, enc.split, kind))
+    # a positive against a passage of its visit that does not say it
+    for s, ev in kept[: max(1, len(kept) // 8)]:
+        other = [r.evidence for r in rows if r.evidence != ev and novelty(s, [r.evidence]) > 0.6]
+        if other:
+            rows.append(Row(s, rng.choice(other), 0, enc.dataset, enc.split, "off_passage"))
+    return rows
+
+
+def medhallu_rows(data: Path, verifier: Any) -> list[Row]:
+    """Both answers of every MedHallu train/dev row against the knowledge passages the
+    verifier retrieves for the whole answer."""
+    from core.grounding import SourceChunk
+    from core.grounding.splits import split_of
+
+    path = require_data(data, "medhallu", "medhallu_pqa_labeled.jsonl")
+    rows: list[Row] = []
+    with path.open(encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            split = split_of("medhallu", path.name, i)
+            if split == "test":
+                continue
+            item = json.loads(line)
+            sources = [SourceChunk(f"k{j}", t) for j, t in enumerate(item["Knowledge"]) if t]
+            answers = [item["Ground Truth"], item["Hallucinated Answer"]]
+            evidence = verifier.evidence_texts(answers, sources)
+            rows.append(Row(answers[0], evidence[0], 1, "medhallu", split, "ground_truth"))
+            kind = f"medhallu_{item.get('Difficulty Level', 'unknown')}"
+            rows.append(Row(answers[1], evidence[1], 0, "medhallu", split, kind))
+    return rows
+
+
+PARTS = ("clinical", "medhallu", "general")
+
+
+def build(
+    data: Path, *, seed: int, augmented_share: float, general_limit: int, parts: Sequence[str]
+) -> Iterator[Row]:
+    """Every pair of the chosen ``parts``: clinical, then MedHallu, then the general corpora."""
+    if "clinical" in parts:
+        yield from clinical_rows(data, seed=seed, augmented_share=augmented_share)
+    if "medhallu" in parts:
+        yield from medhallu_rows(data, _verifier())
+    if "general" in parts:
+        import verifier_corpora
+
+        root = require_data(data, "verification")
+        for name in verifier_corpora.CORPORA:
+            rng = random.Random(seed)
+            for p in verifier_corpora.load_corpus(name, root, rng=rng, limit=general_limit):
+                yield Row(p.statement, p.evidence, p.label, p.corpus, p.split, p.kind)
+
+
+def _verifier() -> Any:
+    from core.backends.embedder import get_embedder
+    from core.grounding import GroundingVerifier
+
+    return GroundingVerifier(embedder=get_embedder())
+
+
+def clinical_rows(data: Path, *, seed: int, augmented_share: float) -> Iterator[Row]:
+    """The pairs of every ACI-Bench and MTS-Dialog train/dev encounter."""
+    from core.text import split_statements
+
+    rng = random.Random(seed)
+    verifier = _verifier()
+    encounters = clinical_encounters(data, augmented_share=augmented_share, rng=rng)
+    by_header: dict[tuple[str, str], list[Encounter]] = {}
+    for enc in encounters:
+        by_header.setdefault((enc.split, enc.header or enc.dataset), []).append(enc)
+    counts: Counter[str] = Counter()
+    for n, enc in enumerate(encounters):
+        group = [e for e in by_header[(enc.split, enc.header or enc.dataset)] if e.key != enc.key]
+        others = rng.sample(group, min(3, len(group)))
+        foreign = [
+            s.text.strip()
+            for o in others
+            for s in split_statements(o.note)
+            if len(s.text.split()) >= MIN_WORDS
+        ]
+        yield from encounter_rows(enc, verifier, rng, foreign, counts)
+        if n % 200 == 0:
+            print(f"  clinical encounters {n}/{len(encounters)}", file=sys.stderr, flush=True)
+    for key, value in counts.items():
+        print(f"  {key}: {value}", file=sys.stderr)
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "verifier" / "pairs.jsonl")
+    parser.add_argument("--augmented-share", type=float, default=0.25)
+    parser.add_argument("--general-limit", type=int, default=10000, help="pairs per general corpus")
+    parser.add_argument("--parts", default=",".join(PARTS), help="which parts to build")
+    args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    counts: Counter[tuple[str, str, int]] = Counter()
+    kinds: Counter[str] = Counter()
+    with args.out.open("w", encoding="utf-8") as fh:
+        for row in build(
+            args.data,
+            seed=args.seed,
+            augmented_share=args.augmented_share,
+            general_limit=args.general_limit,
+            parts=args.parts.split(","),
+        ):
+            assert row.split in ("train", "dev"), row.split
+            fh.write(json.dumps(asdict(row), ensure_ascii=False) + "\n")
+            counts[(row.corpus, row.split, row.label)] += 1
+            kinds[row.kind] += 1
+    table = sorted({(c, s) for c, s, _ in counts})
+    print(f"{'corpus':<14}{'split':<7}{'supported':>10}{'not':>8}")
+    for corpus, split in table:
+        print(
+            f"{corpus:<14}{split:<7}{counts[(corpus, split, 1)]:>10}{counts[(corpus, split, 0)]:>8}"
+        )
+    print(dict(kinds.most_common()))
+
+
+if __name__ == "__main__":
+    main()
+
+
+Item = tuple[str, str | None, str]  # (statement, kind of hallucination or None, original)
+
+
+def benchmark_items(note: str, dialogue: str, rng: random.Random) -> list[Item]:
+    """Every sentence of a note as it is (a real reference sentence), and for each one
+    hallucination of it, chosen as in training: how the benchmarks and the fit on dev rows
+    read an encounter (no sentence is left out for what the visit does not say)."""
+    from core.grounding.perturb import hallucinate
+    from core.text import split_statements
+
+    statements = [
+        s.text.strip()
+        for s in split_statements(note)
+        if len(s.text.split()) >= MIN_WORDS and any(c.isalpha() for c in s.text)
+    ]
+    items: list[Item] = []
+    for s in statements:
+        items.append((s, None, s))
+        for h in _choose(hallucinate(s, dialogue, rng, others=statements), rng, 1):
+            items.append((h.text, h.kind, s))
+    return items
