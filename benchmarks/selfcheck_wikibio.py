@@ -5,6 +5,7 @@ the chosen method(s), next to the published rows (238 passages) and the rows com
 third-party reference scores on the same 119 passages, with passages/s per method.
 
     python benchmarks/selfcheck_wikibio.py --method all
+    python benchmarks/selfcheck_wikibio.py --method combined+learned
     python benchmarks/selfcheck_wikibio.py --method combined --json
     python benchmarks/selfcheck_wikibio.py --method llm --limit 3 --samples 3 --local-llm
 
@@ -28,7 +29,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.selfcheck import SelfCheckEmbedding, SelfCheckLLMPrompt, SelfCheckNgram  # noqa: E402
+from core.selfcheck import (  # noqa: E402
+    SelfCheckEmbedding,
+    SelfCheckLearned,
+    SelfCheckLLMPrompt,
+    SelfCheckNgram,
+)
 from core.selfcheck.features import FEATURES, NO_EMBEDDING_FEATURES, sentence_features  # noqa: E402
 from core.selfcheck.fit import cross_validated_scores  # noqa: E402
 
@@ -38,7 +44,7 @@ SUBDIR = "wikibio_gpt3"
 SAMPLES_FILE = "wikibio_gpt3_119_with_samples.json"
 REFERENCE_FILE = "reference_scores_119.json"
 OFFLINE = ("ngram", "ngram-mean", "embedding", "combined-noemb", "combined")
-METHODS = (*OFFLINE, "nli", "llm", "all")
+METHODS = (*OFFLINE, "learned", "combined+learned", "nli", "llm", "all")
 
 # SelfCheckGPT paper, Table 2 (238 passages, N = 20 samples): NonFact, NonFact*, Factual,
 # Pearson, Spearman (None where not reproduced here).
@@ -181,17 +187,30 @@ def run_method(
     elif method == "embedding":
         emb = SelfCheckEmbedding(encoder=encoder)  # type: ignore[arg-type]
         scores = [s for p in passages for s in emb.predict(p.sentences, p.samples).scores]
-    elif method in ("combined", "combined-noemb"):
-        use = encoder if method == "combined" else None
+    elif method == "learned":
+        scores = [
+            s for p in passages for s in _learned(encoder).predict(p.sentences, p.samples).scores
+        ]
+    elif method in ("combined", "combined-noemb", "combined+learned"):
+        use = encoder if method != "combined-noemb" else None
         rows: list[dict[str, float]] = []
         groups: list[int] = []
         labels: list[bool] = []
         for i, p in enumerate(passages):
             feats = sentence_features(p.sentences, p.samples, encoder=use)  # type: ignore[arg-type]
+            if method == "combined+learned":
+                learned = _learned(encoder).predict(p.sentences, p.samples).scores
+                feats = [
+                    {**f, "learned": float(x or 0.0)} for f, x in zip(feats, learned, strict=True)
+                ]
             rows.extend(feats)
             groups.extend([i] * len(feats))
             labels.extend(lab > 0 for lab in p.labels)
-        names = FEATURES if method == "combined" else NO_EMBEDDING_FEATURES
+        names = {
+            "combined": FEATURES,
+            "combined-noemb": NO_EMBEDDING_FEATURES,
+            "combined+learned": (*FEATURES, "learned"),
+        }[method]
         rates = clock.rates(len(passages))
         oof = cross_validated_scores(rows, labels, groups, features=names)
         return oof, rates
@@ -206,6 +225,18 @@ def run_method(
     else:
         raise SystemExit(f"error: unknown method {method}")
     return np.array(scores, dtype=np.float64), clock.rates(len(passages))
+
+
+_LEARNED: list[object] = []
+
+
+def _learned(encoder: object | None) -> SelfCheckLearned:
+    """The learned-verifier SelfCheck detector, loaded once."""
+    if not _LEARNED:
+        from core.grounding.learned import get_support_model
+
+        _LEARNED.append(SelfCheckLearned(model=get_support_model(), embedder=encoder))
+    return _LEARNED[0]  # type: ignore[return-value]
 
 
 def fmt(value: float | None) -> str:
@@ -231,10 +262,10 @@ def main(argv: list[str] | None = None) -> int:
         passages = passages[:limit]
     passages = [Passage(p.sentences, p.labels, p.samples[: args.samples]) for p in passages]
     labels, ids = flat(passages)
-    methods = list(OFFLINE) if args.method == "all" else [args.method]
+    methods = [*OFFLINE, "learned", "combined+learned"] if args.method == "all" else [args.method]
 
     encoder = None
-    if any(m in ("embedding", "combined") for m in methods):
+    if any(m in ("embedding", "combined", "learned", "combined+learned") for m in methods):
         from core.backends.embedder import get_embedder
 
         encoder = get_embedder()
