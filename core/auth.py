@@ -11,10 +11,12 @@ Users live in a YAML file (``GROUNDWATCH_AUTH_FILE``) with bcrypt-hashed passwor
 
 Roles decide what a user may do (:data:`PERMISSIONS`):
 
-- ``reviewer`` reads record text and gives verdicts;
-- ``analyst`` sees aggregates only: record text (queries, answers, sources, statements) is
+- ``reviewer`` reads record text, gives verdicts and stores uploaded answers as new records;
+- ``analyst`` may analyse an upload but stores nothing, and sees aggregates only: record text
+  (queries, answers, sources, statements) is
   withheld, not masked, because pattern-based masking cannot promise to catch every name;
-- ``admin`` manages users, reads the audit trail, and may do everything a reviewer does.
+- ``admin`` manages users, reads the audit trail, may replace a stored record (audited), and
+  may do everything a reviewer does.
 
 This module is storage- and Streamlit-free; :mod:`dashboard.auth` draws the login.
 """
@@ -44,6 +46,8 @@ Action = Literal[
     "give_verdict",
     "export_text",
     "upload",
+    "store_record",
+    "replace_record",
     "manage_users",
     "view_audit",
 ]
@@ -52,7 +56,7 @@ ACTIONS: tuple[Action, ...] = get_args(Action)
 PERMISSIONS: Mapping[Role, frozenset[Action]] = {
     "analyst": frozenset({"view_aggregates", "upload"}),
     "reviewer": frozenset(
-        {"view_aggregates", "view_text", "give_verdict", "export_text", "upload"}
+        {"view_aggregates", "view_text", "give_verdict", "export_text", "upload", "store_record"}
     ),
     "admin": frozenset(ACTIONS),
 }

@@ -244,17 +244,21 @@ class QualityPipeline:
 
     # ------------------------------------------------------------------ public API
 
-    def process(self, record: ConversationRecord) -> QualityReport:
-        """Check and store one record."""
-        return self.process_many([record])[0]
+    def process(self, record: ConversationRecord, *, replace: bool = True) -> QualityReport:
+        """Check and store one record (``replace``: see :meth:`process_many`)."""
+        return self.process_many([record], replace=replace)[0]
 
     def process_many(
         self,
         records: Sequence[ConversationRecord],
         *,
         progress: Callable[[int], Any] | None = None,
+        replace: bool = True,
     ) -> list[QualityReport]:
         """Check and store many records in ONE transaction (all land or none does).
+
+        A record id stored already with other content is replaced, unless ``replace`` is
+        false: then :class:`~core.storage.repo.RecordExistsError` is raised and nothing lands.
 
         Records are processed in time order so that each is checked for consistency against
         the same patient's earlier answers, including earlier records of this batch. Model
@@ -273,7 +277,9 @@ class QualityPipeline:
                 pending.append(self._finish(session, work, timelines))
                 if progress is not None:
                     progress(1)
-            outcomes = repo.store_many(session=session, bundles=[b for b, _ in pending])
+            outcomes = repo.store_many(
+                session=session, bundles=[b for b, _ in pending], replace=replace
+            )
         reports = [
             QualityReport(
                 conversation_id=outcome.conversation_id, store_status=outcome.status, **fields

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -22,11 +22,16 @@ from pydantic import (
     field_validator,
 )
 
-from core.text import SURROGATE_ERROR, content_hash, unpaired_surrogate
+from core.text import content_hash, unstorable_text
 
 SourceType = Literal["note", "document", "message", "transcript"]
 
 MAX_ID_LEN = 200
+# Timestamps outside this range are refused at the input boundary: no clinical record is that
+# old or that far ahead, and dates near year 1 or 9999 overflow date arithmetic (the dashboard
+# widens a range by a day) on either engine.
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
 
 
 class SourceIn(BaseModel):
@@ -81,7 +86,16 @@ class ConversationRecord(BaseModel):
             return None
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        try:
+            value = value.astimezone(UTC)
+        except OverflowError:  # year 1 or 9999 with an offset
+            value = EARLIEST - timedelta(days=1)
+        if not EARLIEST <= value < LATEST:
+            raise ValueError(
+                f"must lie between {EARLIEST.year} and {LATEST.year} (UTC): "
+                "no record is dated that far out"
+            )
+        return value
 
     @property
     def when(self) -> datetime:
@@ -129,9 +143,9 @@ def parse_record(obj: object, *, max_text_chars: int) -> ConversationRecord:
     """
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    broken = unpaired_surrogate(obj)
+    broken = unstorable_text(obj)
     if broken:
-        raise ValueError(f"field {broken}: {SURROGATE_ERROR}")
+        raise ValueError(f"field {broken[0]}: {broken[1]}")
     try:
         record = ConversationRecord.model_validate(obj)
     except ValidationError as exc:

@@ -1,8 +1,10 @@
 """Retention: remove record text past the retention period, keep scores and verdicts.
 
-One transaction purges the text of every conversation older than the cutoff, what the caches
-derived from text before it (embedding rows, cached LLM responses), and writes the ``purge``
-audit event; if anything fails, nothing is purged and nothing is audited.
+One transaction purges the text of every conversation dated before the cutoff from every
+column the schema tags as patient text, drops the caches derived from record text (embedding
+rows, cached LLM responses: keyed by text hash, not by record, so all of them whenever any
+record text goes), and writes the ``purge`` audit event; if anything fails, nothing is purged
+and nothing is audited.
 """
 
 from __future__ import annotations
@@ -33,8 +35,7 @@ class PurgeResult:
     older_than_days: int
     dry_run: bool
     audit_event_id: int | None
-    # what the caches derived from record text before the cutoff: embedding rows deleted,
-    # LLM responses cleared
+    # what the caches derived from record text: embedding rows deleted, LLM responses cleared
     cached_embeddings: int = 0
     cached_llm_responses: int = 0
 
@@ -91,12 +92,16 @@ def purge_expired(
     cutoff = retention_cutoff(older_than_days, now=now)
     if dry_run:
         n = count_purgeable(engine=engine, cutoff=cutoff)
-        with read_session(engine) as session:
-            vectors, responses = repo.count_caches_before(session=session, cutoff=cutoff)
+        vectors = responses = 0
+        if n:
+            with read_session(engine) as session:
+                vectors, responses = repo.count_caches(session=session)
         return PurgeResult(n, cutoff, older_than_days, True, None, vectors, responses)
     with write_session(engine) as session:
         purged = repo.purge_text_before(session=session, cutoff=cutoff)
-        vectors, responses = repo.purge_caches_before(session=session, cutoff=cutoff)
+        vectors = responses = 0
+        if purged:
+            vectors, responses = repo.purge_caches(session=session)
         event = repo.record_audit(
             session=session,
             actor=actor.strip(),

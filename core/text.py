@@ -24,23 +24,33 @@ def content_hash(text: str) -> str:
 
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+# Control characters no clinical text holds, and PostgreSQL cannot store NUL at all: rejected at
+# the input boundary on both engines alike (tab, line feed, carriage return, vertical tab and
+# form feed are whitespace and stay).
+_CONTROL_RE = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+
+SURROGATE_ERROR = "contains an unpaired surrogate escape (such as \\ud800): not valid Unicode text"
+CONTROL_ERROR = "contains a NUL or control character (such as \\u0000): not storable text"
 
 
-def unpaired_surrogate(value: object) -> str | None:
-    """Where in a decoded JSON value a string holds an unpaired UTF-16 surrogate (a JSON
-    ``"\\ud800"`` escape decodes to one, yet no Unicode text may contain it): its path, such
-    as ``sources[0].text``, else None. Such text cannot be stored, embedded or shown.
-    Iterative, so any depth that the JSON decoder accepted is walked."""
+def unstorable_text(value: object) -> tuple[str, str] | None:
+    """Where in a decoded JSON value a string (or a key) cannot be stored as text: an unpaired
+    UTF-16 surrogate (a JSON ``"\\ud800"`` escape decodes to one, yet no Unicode text may hold
+    it) or a NUL or control character (``"\\u0000"``). Returns ``(path, reason)``, the path
+    such as ``sources[0].text``, else None. Iterative, so any depth the JSON decoder accepted
+    is walked; the first problem in document order is named."""
     stack: list[tuple[object, str]] = [(value, "")]
     while stack:
         item, path = stack.pop()
         if isinstance(item, str):
-            if _SURROGATE_RE.search(item):
-                return path or "value"
+            reason = _text_problem(item)
+            if reason:
+                return path or "value", reason
         elif isinstance(item, dict):
             for key in item:
-                if isinstance(key, str) and _SURROGATE_RE.search(key):
-                    return f"{path} (a key)" if path else "a key"
+                reason = _text_problem(key) if isinstance(key, str) else None
+                if reason:
+                    return (f"{path} (a key)" if path else "a key"), reason
             stack.extend(
                 (child, f"{path}.{key}" if path else str(key))
                 for key, child in reversed(item.items())
@@ -50,7 +60,18 @@ def unpaired_surrogate(value: object) -> str | None:
     return None
 
 
-SURROGATE_ERROR = "contains an unpaired surrogate escape (such as \\ud800): not valid Unicode text"
+def _text_problem(text: str) -> str | None:
+    if _SURROGATE_RE.search(text):
+        return SURROGATE_ERROR
+    if _CONTROL_RE.search(text):
+        return CONTROL_ERROR
+    return None
+
+
+def unpaired_surrogate(value: object) -> str | None:
+    """The path of the first string of ``value`` that holds an unpaired surrogate, else None."""
+    found = unstorable_text(value)
+    return found[0] if found and found[1] == SURROGATE_ERROR else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,9 @@ from typing import Any
 
 import streamlit as st
 
+from core.auth import Action, User, can
 from core.config import Settings, load_settings
+from core.records import EARLIEST, LATEST
 from core.storage import repo
 from core.storage.db import get_engine, read_session, upgrade_to_head, write_session
 from core.storage.models import Conversation
@@ -47,12 +49,15 @@ class FilterState:
         if self.start is None or self.end is None:
             return None
         days = (self.end - self.start).days + 1
-        return FilterState(
-            self.start - timedelta(days=days),
-            self.start - timedelta(days=1),
-            self.models,
-            self.patients,
-        )
+        try:
+            return FilterState(
+                self.start - timedelta(days=days),
+                self.start - timedelta(days=1),
+                self.models,
+                self.patients,
+            )
+        except OverflowError:  # a range reaching the first representable day
+            return None
 
 
 def to_filters(key: tuple[Any, ...]) -> repo.Filters:
@@ -60,7 +65,9 @@ def to_filters(key: tuple[Any, ...]) -> repo.Filters:
     start, end, models, patients = key
     return repo.Filters(
         start=datetime.combine(start, time(), tzinfo=UTC) if start else None,
-        end=datetime.combine(end + timedelta(days=1), time(), tzinfo=UTC) if end else None,
+        end=datetime.combine(end + timedelta(days=1), time(), tzinfo=UTC)
+        if end and end < date.max
+        else None,
         models=tuple(models),
         patient_ids=tuple(patients),
     )
@@ -132,7 +139,13 @@ def pipeline() -> Any:
 def _bounds(url: str) -> tuple[date | None, date | None]:
     with read_session(_engine(url)) as s:
         lo, hi = repo.date_bounds(session=s)
-    return (lo.date() if lo else None, hi.date() if hi else None)
+    # records are dated within [EARLIEST, LATEST) since the input boundary says so; a row stored
+    # before that (year 1, 9999) must not stretch the pickers to where date arithmetic overflows
+    first, last = EARLIEST.date(), (LATEST - timedelta(days=1)).date()
+    return (
+        min(max(lo.date(), first), last) if lo else None,
+        min(max(hi.date(), first), last) if hi else None,
+    )
 
 
 def date_bounds() -> tuple[date | None, date | None]:
@@ -318,12 +331,28 @@ def queue_rows(
     return out
 
 
-def save_verdict(*, statement_check_id: int, reviewer: str, verdict: str, note: str) -> int:
+def require(user: User | None, action: Action) -> None:
+    """Refuse a write the user's role does not allow (checked where the write happens, not
+    only where the button is drawn).
+
+    Raises:
+        PermissionError: naming the role and the action.
+    """
+    if not can(user, action):
+        role = user.role if user is not None else "anonymous"
+        raise PermissionError(f"your role ({role}) may not {action.replace('_', ' ')}")
+
+
+def save_verdict(
+    *, user: User | None, statement_check_id: int, reviewer: str, verdict: str, note: str
+) -> int:
     """Store a verdict (with who and when) and an audit event; clear affected caches.
 
     Raises:
-        ValueError: empty reviewer or unknown verdict. LookupError: unknown statement.
+        PermissionError: the user may not give verdicts. ValueError: empty reviewer or
+        unknown verdict. LookupError: unknown statement.
     """
+    require(user, "give_verdict")
     if verdict not in repo.VERDICTS:
         raise ValueError(f"verdict must be one of {', '.join(repo.VERDICTS)}")
     with write_session(engine()) as s:
@@ -753,14 +782,21 @@ def save_upload(
     transcript: str,
     evidence: dict[str, list[str]] | None,
     actor: str,
+    user: User | None,
 ) -> dict[str, Any]:
     """Run the uploaded answer through the pipeline and store it as a conversation.
 
+    Storing takes the ``store_record`` permission; a record id that is stored already with
+    other content is replaced only for a user with ``replace_record`` (an admin), and the
+    replacement is audited as such.
+
     Raises:
+        PermissionError: the user may not store, or not replace, this record.
         ValueError: a field is invalid (message names the field).
     """
     from core.records import parse_record
 
+    require(user, "store_record")
     s = settings()
     record = parse_record(
         {
@@ -775,9 +811,19 @@ def save_upload(
         },
         max_text_chars=s.max_transcript_chars,
     )
-    report = pipeline().process(record)
+    replace = can(user, "replace_record")
+    try:
+        report = pipeline().process(record, replace=replace)
+    except repo.RecordExistsError:
+        raise PermissionError(
+            f"record id {record_id!r} is stored already; only an admin may replace a stored "
+            "record: choose another id"
+        ) from None
     audit(
-        actor=actor, action="upload", target_type="conversation", target_id=report.conversation_id
+        actor=actor,
+        action="replace" if report.store_status == "updated" else "upload",
+        target_type="conversation",
+        target_id=report.conversation_id,
     )
     clear_all()
     log.info("upload stored as conversation %s (%s)", report.conversation_id, log_safe(answer))

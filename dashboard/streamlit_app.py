@@ -3,55 +3,73 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
+from core.incidents import log_unhandled
 from dashboard import auth
 from dashboard.sidebar import render_sidebar
 
 PAGES = Path(__file__).parent / "app_pages"
 
+
+def _pages() -> dict[str, Any]:
+    return {
+        "overview": st.Page(
+            PAGES / "overview.py",
+            title="Overview",
+            icon=":material/monitoring:",
+            url_path="overview",
+            default=True,
+        ),
+        "review": st.Page(
+            PAGES / "review.py", title="Review queue", icon=":material/rule:", url_path="review"
+        ),
+        "report": st.Page(
+            PAGES / "report.py",
+            title="Query report",
+            icon=":material/description:",
+            url_path="report",
+        ),
+        "upload": st.Page(
+            PAGES / "upload.py", title="Upload", icon=":material/upload_file:", url_path="upload"
+        ),
+        "calibration": st.Page(
+            PAGES / "calibration.py",
+            title="Calibration",
+            icon=":material/tune:",
+            url_path="calibration",
+        ),
+        "patients": st.Page(
+            PAGES / "patients.py", title="Patients", icon=":material/person:", url_path="patients"
+        ),
+        "admin": st.Page(
+            PAGES / "admin.py",
+            title="Admin",
+            icon=":material/admin_panel_settings:",
+            url_path="admin",
+        ),
+    }
+
+
+def main() -> None:
+    user = auth.require_login()
+    if user is None:
+        st.stop()  # only the login form is drawn
+    pages = _pages()
+    navigation = st.navigation([p for name, p in pages.items() if auth.can_open(user, name)])
+    render_sidebar()
+    auth.render_user_box(user)
+    navigation.run()
+
+
 st.set_page_config(page_title="Groundwatch", page_icon=":material/fact_check:", layout="wide")
-user = auth.require_login()
-if user is None:
-    st.stop()  # only the login form is drawn
-pages = {
-    "overview": st.Page(
-        PAGES / "overview.py",
-        title="Overview",
-        icon=":material/monitoring:",
-        url_path="overview",
-        default=True,
-    ),
-    "review": st.Page(
-        PAGES / "review.py", title="Review queue", icon=":material/rule:", url_path="review"
-    ),
-    "report": st.Page(
-        PAGES / "report.py",
-        title="Query report",
-        icon=":material/description:",
-        url_path="report",
-    ),
-    "upload": st.Page(
-        PAGES / "upload.py", title="Upload", icon=":material/upload_file:", url_path="upload"
-    ),
-    "calibration": st.Page(
-        PAGES / "calibration.py",
-        title="Calibration",
-        icon=":material/tune:",
-        url_path="calibration",
-    ),
-    "patients": st.Page(
-        PAGES / "patients.py", title="Patients", icon=":material/person:", url_path="patients"
-    ),
-    "admin": st.Page(
-        PAGES / "admin.py",
-        title="Admin",
-        icon=":material/admin_panel_settings:",
-        url_path="admin",
-    ),
-}
-navigation = st.navigation([p for name, p in pages.items() if auth.can_open(user, name)])
-render_sidebar()
-auth.render_user_box(user)
-navigation.run()
+try:
+    main()
+except Exception as exc:  # never the message or traceback: they can quote record text
+    code = log_unhandled(exc, surface="dashboard")
+    st.error(
+        f"Something went wrong ({type(exc).__name__}, incident {code}). Nothing was stored "
+        "half-way; the server log has this incident code and where it happened."
+    )

@@ -46,3 +46,13 @@ def main() -> None:
     except SettingsError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(1) from None
+    except Exception as exc:  # never a traceback: its messages can quote record text
+        from core.incidents import log_unhandled
+
+        code = log_unhandled(exc, surface="command line")
+        typer.echo(
+            f"error: unexpected {type(exc).__name__} (incident {code}); the log line with this "
+            "code says where it happened, without record text",
+            err=True,
+        )
+        raise SystemExit(1) from None

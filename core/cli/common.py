@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import typer
 
-from core.text import SURROGATE_ERROR, unpaired_surrogate
+from core.text import SURROGATE_ERROR, unstorable_text
 
 if TYPE_CHECKING:
     from core.grounding import SourceChunk
@@ -137,10 +137,12 @@ def parse_json(text: str, *, what: str) -> Any:
             code=EXIT_INVALID,
             error="invalid_json",
         ) from None
-    broken = unpaired_surrogate(value)
+    broken = unstorable_text(value)
     if broken:
         raise InputError(
-            f"{what}: {broken}: {SURROGATE_ERROR}", code=EXIT_INVALID, error="invalid_unicode"
+            f"{what}: {broken[0]}: {broken[1]}",
+            code=EXIT_INVALID,
+            error="invalid_unicode" if broken[1] == SURROGATE_ERROR else "control_character",
         )
     return value
 

@@ -23,7 +23,7 @@ from core.cli.common import (
 )
 from core.config import get_settings
 from core.grounding import GroundingResult, GroundingVerifier, SourceChunk
-from core.text import SURROGATE_ERROR, unpaired_surrogate
+from core.text import unstorable_text
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +105,9 @@ def _run_batch(path: Path, verifier: GroundingVerifier, *, max_bytes: int, as_js
         if not isinstance(row, dict):
             errors.append({"line": lineno, "error": "must be a JSON object"})
             continue
-        broken = unpaired_surrogate(row)
+        broken = unstorable_text(row)
         if broken:
-            errors.append({"line": lineno, "error": f"{broken}: {SURROGATE_ERROR}"})
+            errors.append({"line": lineno, "error": f"{broken[0]}: {broken[1]}"})
             continue
         case_id = row.get("id")
         if not isinstance(case_id, str | int) or isinstance(case_id, bool) or str(case_id) == "":

@@ -48,6 +48,27 @@ def _fk(target: str, *, ondelete: str, nullable: bool = False, index: bool = Tru
     return Column(String(64), ForeignKey(target, ondelete=ondelete), nullable=nullable, index=index)
 
 
+# Column info key of a column that holds patient text (copied from or derived from a record):
+# its value names the columns of the same row that say which conversation the text belongs to.
+# Retention derives what to clear from these tags (:func:`patient_text_columns`), so a new
+# text column is purged as soon as it is tagged, and a schema test fails until it is tagged.
+PATIENT_TEXT = "patient_text"
+
+
+def _patient_text(*args: Any, owners: tuple[str, ...]) -> Column[Any]:
+    return Column(*args, nullable=True, info={PATIENT_TEXT: owners})
+
+
+def patient_text_columns() -> list[tuple[Any, str, tuple[str, ...]]]:
+    """Every (table, column name, owner columns) tagged as patient text, in table order."""
+    return [
+        (table, column.name, tuple(column.info[PATIENT_TEXT]))
+        for table in SQLModel.metadata.sorted_tables
+        for column in table.columns
+        if PATIENT_TEXT in column.info
+    ]
+
+
 def _pk() -> Any:
     return Field(
         default=None,
@@ -89,16 +110,18 @@ class Conversation(SQLModel, table=True):
     id: str = Field(sa_column=Column(String(64), primary_key=True))
     external_id: str = Field(sa_column=Column(String(200), nullable=False, unique=True))
     patient_id: str = Field(sa_column=_fk("patient.id", ondelete="CASCADE", index=True))
-    query: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    query: str | None = Field(default=None, sa_column=_patient_text(Text, owners=("id",)))
     query_intent: str | None = Field(default=None, sa_column=Column(String(100)))
     query_timestamp: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
-    answer: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    detailed_summary: str | None = Field(default=None, sa_column=Column(Text))
+    answer: str | None = Field(default=None, sa_column=_patient_text(Text, owners=("id",)))
+    detailed_summary: str | None = Field(
+        default=None, sa_column=_patient_text(Text, owners=("id",))
+    )
     model_used: str = Field(default="unknown", sa_column=Column(String(200), nullable=False))
-    extractions: Any = Field(default=None, sa_column=Column(JSONType))
-    sources: Any = Field(default=None, sa_column=Column(JSONType))
-    samples: Any = Field(default=None, sa_column=Column(JSONType))
-    evidence: Any = Field(default=None, sa_column=Column(JSONType))
+    extractions: Any = Field(default=None, sa_column=_patient_text(JSONType, owners=("id",)))
+    sources: Any = Field(default=None, sa_column=_patient_text(JSONType, owners=("id",)))
+    samples: Any = Field(default=None, sa_column=_patient_text(JSONType, owners=("id",)))
+    evidence: Any = Field(default=None, sa_column=_patient_text(JSONType, owners=("id",)))
     grounding_score: float | None = None
     consistency_score: float | None = None
     confidence_score: float | None = None
@@ -152,20 +175,28 @@ class StatementCheck(SQLModel, table=True):
 
     id: int | None = _pk()
     conversation_id: str = Field(sa_column=_fk("conversation.id", ondelete="CASCADE"))
-    statement: str | None = Field(default=None, sa_column=Column(Text))
+    statement: str | None = Field(
+        default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
+    )
     statement_index: int
     start: int | None = None
     end: int | None = None
     is_grounded: bool
     status: str = Field(sa_column=Column(String(20), nullable=False))
     source_chunk_id: str | None = Field(default=None, sa_column=Column(String(200)))
-    source_text: str | None = Field(default=None, sa_column=Column(Text))
-    supporting_evidence: str | None = Field(default=None, sa_column=Column(Text))
+    source_text: str | None = Field(
+        default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
+    )
+    supporting_evidence: str | None = Field(
+        default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
+    )
     evidence_start: int | None = None
     evidence_end: int | None = None
     grounding_confidence: float | None = None
     verification_method: str = Field(sa_column=Column(String(30), nullable=False))
-    reason: str | None = Field(default=None, sa_column=Column(Text))
+    reason: str | None = Field(
+        default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
+    )
     risk: float = Field(default=0.0)
     verified_at: datetime = _ts()
 
@@ -192,10 +223,27 @@ class ConsistencyCheck(SQLModel, table=True):
     )
     check_type: str = Field(sa_column=Column(String(40), nullable=False))
     is_consistent: bool
-    inconsistency_description: str | None = Field(default=None, sa_column=Column(Text))
-    current_statement: str | None = Field(default=None, sa_column=Column(Text))
-    previous_statement: str | None = Field(default=None, sa_column=Column(Text))
-    entity: str | None = Field(default=None, sa_column=Column(String(200)))
+    inconsistency_description: str | None = Field(
+        default=None,
+        sa_column=_patient_text(
+            Text, owners=("current_conversation_id", "previous_conversation_id")
+        ),
+    )
+    current_statement: str | None = Field(
+        default=None, sa_column=_patient_text(Text, owners=("current_conversation_id",))
+    )
+    previous_statement: str | None = Field(
+        default=None,
+        sa_column=_patient_text(
+            Text, owners=("current_conversation_id", "previous_conversation_id")
+        ),
+    )
+    entity: str | None = Field(
+        default=None,
+        sa_column=_patient_text(
+            String(200), owners=("current_conversation_id", "previous_conversation_id")
+        ),
+    )
     consistency_score: float | None = None
     severity: str | None = Field(default=None, sa_column=Column(String(10)))
     checked_at: datetime = _ts()
@@ -231,7 +279,9 @@ class ConfidenceMetric(SQLModel, table=True):
     consistency_confidence: float | None = None
     aggregate_confidence: float
     uncertainty_level: str | None = Field(default=None, sa_column=Column(String(20)))
-    uncertainty_explanation: str | None = Field(default=None, sa_column=Column(Text))
+    uncertainty_explanation: str | None = Field(
+        default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
+    )
     calculated_at: datetime = _ts()
 
 
@@ -269,7 +319,9 @@ class SelfCheckResult(SQLModel, table=True):
     reason: str | None = Field(default=None, sa_column=Column(Text))
     sample_count: int = 0
     model: str | None = Field(default=None, sa_column=Column(String(200)))
-    sentence_scores: Any = Field(default=None, sa_column=Column(JSONType))
+    sentence_scores: Any = Field(
+        default=None, sa_column=_patient_text(JSONType, owners=("conversation_id",))
+    )
     passage_score: float | None = None
     risk_score: float | None = None
     risk_level: str | None = Field(default=None, sa_column=Column(String(20)))
@@ -287,7 +339,9 @@ class ClaimAudit(SQLModel, table=True):
     id: int | None = _pk()
     conversation_id: str = Field(sa_column=_fk("conversation.id", ondelete="CASCADE"))
     claim_id: str = Field(sa_column=Column(String(64), nullable=False))
-    claim_text: str | None = Field(default=None, sa_column=Column(Text))
+    claim_text: str | None = Field(
+        default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
+    )
     evidence_ids: Any = Field(default=None, sa_column=Column(JSONType))
     evidence_support: float | None = None
     evidence_dependence: float | None = None
@@ -322,7 +376,9 @@ class Review(SQLModel, table=True):
     conversation_id: str = Field(sa_column=_fk("conversation.id", ondelete="CASCADE"))
     reviewer: str = Field(sa_column=Column(String(200), nullable=False))
     verdict: str = Field(sa_column=Column(String(20), nullable=False))
-    note: str | None = Field(default=None, sa_column=Column(Text))
+    note: str | None = Field(
+        default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
+    )
     created_at: datetime = _ts(index=True)
 
 
@@ -357,11 +413,19 @@ class EntityMention(SQLModel, table=True):
     name: str = Field(sa_column=Column(String(200), nullable=False))
     assertion: str = Field(sa_column=Column(String(20), nullable=False))
     action: str | None = Field(default=None, sa_column=Column(String(20)))
-    value: str | None = Field(default=None, sa_column=Column(String(100)))
+    value: str | None = Field(
+        default=None, sa_column=_patient_text(String(100), owners=("conversation_id",))
+    )
     unit: str | None = Field(default=None, sa_column=Column(String(40)))
-    dose: str | None = Field(default=None, sa_column=Column(String(100)))
-    frequency: str | None = Field(default=None, sa_column=Column(String(100)))
-    statement: str | None = Field(default=None, sa_column=Column(Text))
+    dose: str | None = Field(
+        default=None, sa_column=_patient_text(String(100), owners=("conversation_id",))
+    )
+    frequency: str | None = Field(
+        default=None, sa_column=_patient_text(String(100), owners=("conversation_id",))
+    )
+    statement: str | None = Field(
+        default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
+    )
     statement_start: int | None = None
     statement_end: int | None = None
 

@@ -38,6 +38,7 @@ from core.storage.models import (
     Review,
     SelfCheckResult,
     StatementCheck,
+    patient_text_columns,
 )
 
 Granularity = Literal["day", "week"]
@@ -75,6 +76,11 @@ class StoreOutcome:
 
     status: StoreStatus
     conversation_id: str
+
+
+class RecordExistsError(ValueError):
+    """A record with this id is stored already with other content, and the caller may not
+    replace it (the message names the record id, never its text)."""
 
 
 # --------------------------------------------------------------------------- writes
@@ -167,11 +173,15 @@ _CHILD_MODELS: tuple[Any, ...] = (
 )
 
 
-def store_conversation(*, session: Session, bundle: ConversationBundle) -> StoreOutcome:
+def store_conversation(
+    *, session: Session, bundle: ConversationBundle, replace: bool = True
+) -> StoreOutcome:
     """Store a conversation and its checks; idempotent on ``external_id``.
 
     The same content again changes nothing (``unchanged``); an edited record replaces the
-    previous version and its check rows (``updated``); never a duplicate. Clinicians'
+    previous version and its check rows (``updated``), unless ``replace`` is false: then it
+    raises :class:`RecordExistsError` and the caller's transaction stores nothing; never a
+    duplicate. Clinicians'
     verdicts survive an edit: each follows its statement into the new version when the
     statement is still there (same text), else it stays with the conversation, detached.
     """
@@ -184,6 +194,10 @@ def store_conversation(*, session: Session, bundle: ConversationBundle) -> Store
     if existing is not None:
         if existing.content_hash == conv.content_hash:
             return StoreOutcome("unchanged", conv.id)
+        if not replace:
+            raise RecordExistsError(
+                f"record id {conv.external_id!r} is stored already with other content"
+            )
         reviewed = _detach_reviews(session, conv.id)
         _rollup(session, existing, -1)
         for model in _CHILD_MODELS:
@@ -274,7 +288,9 @@ def _row(obj: Any) -> dict[str, Any]:
     return out
 
 
-def store_many(*, session: Session, bundles: Sequence[ConversationBundle]) -> list[StoreOutcome]:
+def store_many(
+    *, session: Session, bundles: Sequence[ConversationBundle], replace: bool = True
+) -> list[StoreOutcome]:
     """Store many bundles inside the caller's transaction, batched.
 
     New records go in with one multi-row insert per table and one rollup upsert; unchanged
@@ -285,7 +301,7 @@ def store_many(*, session: Session, bundles: Sequence[ConversationBundle]) -> li
         b.conversation.id = conversation_id_for(b.conversation.external_id)
     ids = [b.conversation.id for b in bundles]
     if len(set(ids)) != len(ids):  # the same record twice: keep the one-by-one semantics
-        return [store_conversation(session=session, bundle=b) for b in bundles]
+        return [store_conversation(session=session, bundle=b, replace=replace) for b in bundles]
     patients = sorted({b.conversation.patient_id for b in bundles})
     if patients:
         now = datetime.now(UTC)
@@ -310,7 +326,7 @@ def store_many(*, session: Session, bundles: Sequence[ConversationBundle]) -> li
         elif existing[conv.id] == conv.content_hash:
             outcomes[conv.id] = StoreOutcome("unchanged", conv.id)
         else:
-            outcomes[conv.id] = store_conversation(session=session, bundle=b)
+            outcomes[conv.id] = store_conversation(session=session, bundle=b, replace=replace)
     if fresh:
         session.execute(
             insert(Conversation.__table__),  # type: ignore[attr-defined]
@@ -846,8 +862,11 @@ def patient_exists(*, session: Session, patient_id: str) -> bool:
 
 
 def purge_text_before(*, session: Session, cutoff: datetime) -> int:
-    """Remove record text of conversations older than ``cutoff``; keep scores and verdicts.
+    """Remove the patient text of conversations dated before ``cutoff``, in every table;
+    keep scores, statuses, offsets and verdicts.
 
+    Which columns are cleared is derived from the schema: every column tagged as patient
+    text (:func:`core.storage.models.patient_text_columns`), by the row's owner columns.
     Returns the number of conversations purged. Runs inside the caller's transaction.
     """
     ids = [
@@ -862,84 +881,48 @@ def purge_text_before(*, session: Session, cutoff: datetime) -> int:
     if not ids:
         return 0
     now = datetime.now(UTC)
+    groups: dict[tuple[Any, str], list[str]] = {}
+    for table, column, owners in patient_text_columns():
+        for owner in owners:
+            groups.setdefault((table, owner), []).append(column)
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
-        session.execute(
-            Conversation.__table__.update()  # type: ignore[attr-defined]
-            .where(Conversation.id.in_(chunk))  # type: ignore[attr-defined]
-            .values(
-                query=None,
-                answer=None,
-                detailed_summary=None,
-                sources=None,
-                samples=None,
-                evidence=None,
-                extractions=None,
-                text_purged_at=now,
-            )
-        )
-        session.execute(
-            StatementCheck.__table__.update()  # type: ignore[attr-defined]
-            .where(StatementCheck.conversation_id.in_(chunk))  # type: ignore[attr-defined]
-            .values(statement=None, source_text=None, supporting_evidence=None)
-        )
-        session.execute(
-            ConsistencyCheck.__table__.update()  # type: ignore[attr-defined]
-            .where(ConsistencyCheck.current_conversation_id.in_(chunk))  # type: ignore[attr-defined]
-            .values(current_statement=None, previous_statement=None)
-        )
-        session.execute(
-            ConsistencyCheck.__table__.update()  # type: ignore[attr-defined]
-            .where(ConsistencyCheck.previous_conversation_id.in_(chunk))  # type: ignore[attr-defined]
-            .values(previous_statement=None)
-        )
-        session.execute(
-            ClaimAudit.__table__.update()  # type: ignore[attr-defined]
-            .where(ClaimAudit.conversation_id.in_(chunk))  # type: ignore[attr-defined]
-            .values(claim_text=None)
-        )
-        session.execute(
-            EntityMention.__table__.update()  # type: ignore[attr-defined]
-            .where(EntityMention.conversation_id.in_(chunk))  # type: ignore[attr-defined]
-            .values(statement=None)
-        )
-        session.execute(
-            SelfCheckResult.__table__.update()  # type: ignore[attr-defined]
-            .where(SelfCheckResult.conversation_id.in_(chunk))  # type: ignore[attr-defined]
-            .values(sentence_scores=None)
-        )
+        for (table, owner), columns in groups.items():
+            values: dict[str, Any] = dict.fromkeys(columns)
+            if table.name == Conversation.__tablename__:
+                values["text_purged_at"] = now
+            session.execute(table.update().where(table.c[owner].in_(chunk)).values(values))
     return len(ids)
 
 
 # --------------------------------------------------------------------------- caches
 
 
-def _cache_conditions(cutoff: datetime) -> tuple[Any, Any]:
-    return (
-        EmbeddingCache.created_at < cutoff,  # type: ignore[operator]
-        (LLMCall.created_at < cutoff) & LLMCall.response_text.is_not(None),  # type: ignore[operator,union-attr]
+def count_caches(*, session: Session) -> tuple[int, int]:
+    """Cached embeddings and cached LLM responses held now."""
+    vectors = session.execute(select(func.count()).select_from(EmbeddingCache))
+    responses = session.execute(
+        select(func.count()).select_from(LLMCall).where(LLMCall.response_text.is_not(None))  # type: ignore[union-attr]
     )
-
-
-def count_caches_before(*, session: Session, cutoff: datetime) -> tuple[int, int]:
-    """Cached embeddings and cached LLM responses made before ``cutoff``."""
-    old_vectors, old_responses = _cache_conditions(cutoff)
-    vectors = session.execute(select(func.count()).select_from(EmbeddingCache).where(old_vectors))
-    responses = session.execute(select(func.count()).select_from(LLMCall).where(old_responses))
     return int(vectors.scalar_one()), int(responses.scalar_one())
 
 
-def purge_caches_before(*, session: Session, cutoff: datetime) -> tuple[int, int]:
-    """Drop what the caches derived from record text before ``cutoff``: embedding rows (of
-    any model, the one in use or not) are deleted, LLM responses cleared (their token and
-    latency accounting stays; a cleared response is a cache miss). Returns both counts.
-    Runs inside the caller's transaction."""
-    old_vectors, old_responses = _cache_conditions(cutoff)
-    vectors = session.execute(
-        EmbeddingCache.__table__.delete().where(old_vectors)  # type: ignore[attr-defined]
-    )
+def purge_caches(*, session: Session) -> tuple[int, int]:
+    """Drop everything the caches derived from record text: every embedding row (of any
+    model) is deleted, every cached LLM response cleared (its token and latency accounting
+    stays; a cleared response is a cache miss). Returns both counts. Runs inside the caller's
+    transaction.
+
+    The caches are keyed by a hash of the text they were computed from, not by record (the
+    same sentence in two records is embedded once), and a row may be written long after the
+    record is dated: which rows derive from a purged record cannot be told from the row. So a
+    purge that removes any record text drops them all; they are recomputed on demand.
+    """
+    vectors = session.execute(EmbeddingCache.__table__.delete())  # type: ignore[attr-defined]
     responses = session.execute(
-        LLMCall.__table__.update().where(old_responses).values(response_text=None)  # type: ignore[attr-defined]
+        LLMCall.__table__.update()  # type: ignore[attr-defined]
+        .where(LLMCall.response_text.is_not(None))  # type: ignore[union-attr]
+        .values(response_text=None)
     )
     return int(vectors.rowcount), int(responses.rowcount)
 
@@ -1044,6 +1027,7 @@ def llm_usage(*, session: Session, since: datetime | None = None) -> dict[str, f
 
 
 __all__ = [
+    "RecordExistsError",
     "VERDICTS",
     "ConversationBundle",
     "ConversationDetail",
@@ -1056,7 +1040,7 @@ __all__ = [
     "StoreOutcome",
     "TrendPoint",
     "conversation_id_for",
-    "count_caches_before",
+    "count_caches",
     "count_conversations",
     "create_review",
     "date_bounds",
@@ -1074,7 +1058,7 @@ __all__ = [
     "patient_contradictions",
     "patient_exists",
     "patient_history",
-    "purge_caches_before",
+    "purge_caches",
     "purge_text_before",
     "quality_trend",
     "recent_conversations",

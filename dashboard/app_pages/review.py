@@ -15,7 +15,7 @@ from dashboard.highlight import (
 )
 from dashboard.sidebar import current_filters, reviewer_name
 
-auth.guard("review")
+user = auth.guard("review")
 st.title("Review queue")
 f = current_filters()
 
@@ -194,12 +194,13 @@ if b3.button("Unsure", key="review_unsure", disabled=not reviewer):
 if choice is not None:
     try:
         data.save_verdict(
+            user=user,
             statement_check_id=item["statement_check_id"],
             reviewer=reviewer,
             verdict=choice,
             note=note or "",
         )
-    except (ValueError, LookupError) as exc:
+    except (PermissionError, ValueError, LookupError) as exc:
         st.error(f"Verdict not stored: {exc}")
     else:
         st.session_state["review_last"] = (item["statement_check_id"], choice)

@@ -10,7 +10,7 @@ from dashboard.highlight import Highlight, badge, highlight_html, legend
 from dashboard.sidebar import reviewer_name
 from dashboard.uploads import UploadError, read_answer, read_evidence, read_transcript
 
-auth.guard("upload")
+user = auth.guard("upload")
 st.title("Upload")
 st.caption(
     "Upload a transcript and the evidence quotes or the answer drawn from it: every quote and "
@@ -174,7 +174,9 @@ st.subheader("Transcript")
 st.html(legend(["evidence", "rejected", "closest"]))
 st.html(highlight_html(transcript, marks))
 
-if answer is not None and grounding is not None:
+if answer is not None and grounding is not None and not auth.can(user, "store_record"):
+    st.info(f"Your role ({user.role}) can analyse an upload here but not store it.")
+elif answer is not None and grounding is not None:
     with st.expander("Save as a conversation"):
         with st.form("upload_save_form"):
             f1, f2 = st.columns(2)
@@ -199,8 +201,9 @@ if answer is not None and grounding is not None:
                         transcript=transcript,
                         evidence=evidence,
                         actor=reviewer_name(),
+                        user=user,
                     )
-                except ValueError as exc:
+                except (PermissionError, ValueError) as exc:
                     st.error(f"Not saved: {exc}")
                 else:
                     flag = "flagged" if saved["is_flagged"] else "not flagged"

@@ -242,3 +242,24 @@ def test_a_reviewer_reads_text_and_verdicts_carry_the_login(
         views = s.execute(select(m.AuditEvent).where(col(m.AuditEvent.action) == "view")).scalars()
         seen = {(e.actor, e.target_type) for e in views}
     assert ("rita", "statement_check") in seen  # the flagged statement view is audited
+
+
+def test_an_analyst_can_analyse_an_upload_but_gets_no_save_form(
+    seeded_db: Seeded, use_db: object, users_file: Path
+) -> None:
+    import json
+
+    use_db(seeded_db)  # type: ignore[operator]
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    login(at, "andy")
+    at.switch_page("app_pages/upload.py").run()
+    at.toggle(key="upload_semantic").set_value(False)
+    transcript = {"transcript": "Doctor: Any medicines?\nPatient: Lisinopril 10 mg."}
+    at.file_uploader(key="upload_transcript").set_value(
+        ("visit.json", json.dumps(transcript).encode(), "application/json")
+    )
+    at.text_area(key="upload_answer_text").input("He takes lisinopril 10 mg.")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("can analyse an upload here but not store it" in i.value for i in at.info)
+    assert not list(at.get("form_submit_button")), "no save button for an analyst"

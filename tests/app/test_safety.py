@@ -17,7 +17,7 @@ from dashboard.highlight import (
     highlight_html,
 )
 from dashboard.uploads import UploadError, read_evidence, read_transcript
-from tests.app.seed import open_page
+from tests.app.seed import Seeded, open_page
 
 SCRIPT = "<script>alert('x')</script>"
 
@@ -149,3 +149,71 @@ def test_no_record_text_in_logs(fresh_db, use_db, caplog):
         "alert(",
     ):
         assert fragment not in logged
+
+
+# --------------------------------------------------------------------------- hardening
+
+
+@pytest.mark.parametrize(
+    "when", [datetime(9999, 12, 31, 23, 59, tzinfo=UTC), datetime(1, 1, 1, tzinfo=UTC)]
+)
+@pytest.mark.parametrize("page", ["overview", "review", "report", "calibration", "patients"])
+def test_a_record_dated_out_of_range_breaks_no_page(
+    fresh_db: Seeded, use_db: object, monkeypatch: pytest.MonkeyPatch, when: datetime, page: str
+) -> None:
+    """A record stored before the input boundary refused such dates (year 1 or 9999) must not
+    stretch the date pickers to where date arithmetic overflows."""
+    from streamlit.testing.v1 import AppTest
+
+    from core.records import ConversationRecord, SourceIn
+    from dashboard import data
+    from tests.app.seed import APP
+
+    use_db(fresh_db)  # type: ignore[operator]
+    monkeypatch.setenv("GROUNDWATCH_ENABLE_GROUNDING_VERIFICATION", "false")
+    old = ConversationRecord.model_construct(  # bypasses validation, as an older version did
+        id="x-far",
+        patient_id="p-1",
+        timestamp=when,
+        query="q",
+        answer="The patient takes metformin.",
+        sources=[SourceIn(id="s", text="He takes metformin daily.", type="note")],
+        model="model-a",
+        samples=None,
+        evidence=None,
+        temperature=None,
+        query_intent=None,
+    )
+    data.pipeline().process(old)
+    at = AppTest.from_file(APP, default_timeout=60).run()  # the sidebar's own default range
+    at.switch_page(f"app_pages/{page}.py").run()
+    assert not at.exception, [e.value[:200] for e in at.exception]
+    assert not at.error, [e.value[:200] for e in at.error]
+
+
+def test_an_unexpected_error_shows_its_type_and_an_incident_code_only(
+    seeded_db: Seeded,
+    use_db: object,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A database error quotes the statement and its parameters (the record's text): neither
+    the browser nor the server log may receive it."""
+    from dashboard import data
+
+    secret = "ZQX-SENTINEL-INCIDENT transcript text"
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError(f"(DataError) INSERT ... [parameters: ('{secret}',)]")
+
+    use_db(seeded_db)  # type: ignore[operator]
+    monkeypatch.setattr(data, "kpis", broken)
+    caplog.set_level(logging.DEBUG)
+    at = open_page("overview")
+    assert not at.exception
+    (error,) = at.error
+    assert "RuntimeError" in error.value
+    assert "incident" in error.value
+    assert secret not in error.value
+    assert secret not in caplog.text
+    assert "unhandled RuntimeError in the dashboard at dashboard/" in caplog.text

@@ -222,51 +222,162 @@ def test_purge_cli(use_db: str, engine: Engine, monkeypatch: pytest.MonkeyPatch)
     assert "purged the text of 0 conversation(s)" in res.stdout
 
 
-def test_purge_drops_what_the_caches_derived_from_old_text(engine: Engine) -> None:
-    """Embeddings (of any model, the unused precision's included) and LLM responses cached
-    before the cutoff are derived from record text: the purge removes them with it."""
+def _put_caches(engine: Engine) -> tuple[repo.DbEmbeddingStore, repo.DbLLMCache]:
     import numpy as np
 
     from core.backends.llm import ChatResponse
 
     vector = np.arange(4, dtype=np.float32)
     store_ = repo.DbEmbeddingStore(engine)
-    store_.put_many("all-MiniLM-L6-v2", {"h-old": vector, "h-new": vector})
-    store_.put_many("all-MiniLM-L6-v2-bf16", {"h-old": vector})
+    store_.put_many("all-MiniLM-L6-v2", {"h-1": vector, "h-2": vector})
+    store_.put_many("all-MiniLM-L6-v2-bf16", {"h-1": vector})
     cache = repo.DbLLMCache(engine, purpose="judge")
-    cache.put("k-old", ChatResponse(f"{SENTINEL} reply", "m", 10, 5, 12.0, False, "stop"))
-    cache.put("k-new", ChatResponse(f"{SENTINEL} reply", "m", 10, 5, 12.0, False, "stop"))
-    long_ago = NOW - timedelta(days=400)
-    with write_session(engine) as s:
-        s.execute(
-            m.EmbeddingCache.__table__.update()  # type: ignore[attr-defined]
-            .where(col(m.EmbeddingCache.content_hash) == "h-old")
-            .values(created_at=long_ago)
-        )
-        s.execute(
-            m.LLMCall.__table__.update()  # type: ignore[attr-defined]
-            .where(col(m.LLMCall.cache_key) == "k-old")
-            .values(created_at=long_ago)
-        )
+    cache.put("k-1", ChatResponse(f"{SENTINEL} reply", "m", 10, 5, 12.0, False, "stop"))
+    cache.put("k-2", ChatResponse(f"{SENTINEL} reply", "m", 10, 5, 12.0, False, "stop"))
+    return store_, cache
+
+
+def test_purge_drops_the_caches_whenever_they_were_written(engine: Engine) -> None:
+    """Records dated long ago but imported today: their embeddings and LLM responses are
+    cached today, after the cutoff. The caches are keyed by text hash, not by record, so a
+    purge that removes record text drops every cached embedding (of any model) and clears
+    every cached LLM response, keeping the token accounting."""
+    store(engine, "old-c", days_ago=400)
+    store_, cache = _put_caches(engine)  # written now, after the cutoff
 
     dry = retention.purge_expired(engine=engine, older_than_days=365, actor="t", dry_run=True)
-    assert (dry.cached_embeddings, dry.cached_llm_responses) == (2, 1)
-    assert store_.get_many("all-MiniLM-L6-v2-bf16", ["h-old"])  # a dry run changes nothing
+    assert (dry.cached_embeddings, dry.cached_llm_responses) == (3, 2)
+    assert store_.get_many("all-MiniLM-L6-v2-bf16", ["h-1"])  # a dry run changes nothing
 
     result = retention.purge_expired(engine=engine, older_than_days=365, actor="admin")
-    assert (result.cached_embeddings, result.cached_llm_responses) == (2, 1)
-    assert store_.get_many("all-MiniLM-L6-v2", ["h-old", "h-new"]).keys() == {"h-new"}
-    assert store_.get_many("all-MiniLM-L6-v2-bf16", ["h-old"]) == {}
-    assert cache.get("k-old") is None  # a cleared response is a cache miss
-    new = cache.get("k-new")
-    assert new is not None
-    assert new.text == f"{SENTINEL} reply"
+    assert (result.purged, result.cached_embeddings, result.cached_llm_responses) == (1, 3, 2)
+    assert store_.get_many("all-MiniLM-L6-v2", ["h-1", "h-2"]) == {}
+    assert store_.get_many("all-MiniLM-L6-v2-bf16", ["h-1"]) == {}
+    assert cache.get("k-1") is None  # a cleared response is a cache miss
     with read_session(engine) as s:
         calls = {c.cache_key: c for c in s.execute(select(m.LLMCall)).scalars()}
         (event,) = repo.list_audit_events(session=s, action="purge")
-    assert calls["k-old"].response_text is None
-    assert calls["k-old"].prompt_tokens == 10  # the accounting stays
-    assert event.detail["cached_embeddings"] == 2
-    assert event.detail["cached_llm_responses"] == 1
-    again = retention.purge_expired(engine=engine, older_than_days=365, actor="admin")
-    assert (again.cached_embeddings, again.cached_llm_responses) == (0, 0)
+    assert calls["k-1"].response_text is None
+    assert calls["k-1"].prompt_tokens == 10  # the accounting stays
+    assert event.detail["cached_embeddings"] == 3
+    assert event.detail["cached_llm_responses"] == 2
+
+
+def test_purge_with_nothing_to_purge_keeps_the_caches(engine: Engine) -> None:
+    store(engine, "recent-c", days_ago=3)
+    store_, cache = _put_caches(engine)
+    result = retention.purge_expired(engine=engine, older_than_days=365, actor="admin")
+    assert (result.purged, result.cached_embeddings, result.cached_llm_responses) == (0, 0, 0)
+    assert store_.get_many("all-MiniLM-L6-v2", ["h-1"]).keys() == {"h-1"}
+    hit = cache.get("k-1")
+    assert hit is not None
+    assert hit.text == f"{SENTINEL} reply"
+
+
+# Text-like columns that hold no patient text, each with the reason. Any other string, text or
+# JSON column must be tagged as patient text (models._patient_text), so that a new text column
+# fails this test until retention knows about it.
+NOT_PATIENT_TEXT = {
+    "audit_event": {"actor", "action", "target_type", "target_id", "detail"},  # counts, ids
+    "embedding_cache": {"model", "content_hash", "vector"},  # a cache: purged wholesale
+    "llm_call": {"cache_key", "model", "response_text", "finish_reason", "purpose"},  # ditto
+    "patient": {"id"},
+    "quality_daily": {"model_used", "patient_id"},
+    "quality_daily_model": {"model_used"},
+    "conversation": {
+        "id",
+        "external_id",
+        "patient_id",
+        "query_intent",  # a label from a fixed set
+        "model_used",
+        "risk_level",
+        "feature_flags",
+        "check_status",  # statuses and their reasons, written without record text
+        "warnings",
+        "content_hash",
+    },
+    "claim_audit": {"conversation_id", "claim_id", "evidence_ids", "flag_reason", "gap_type"},
+    "confidence_metric": {"conversation_id", "uncertainty_level"},
+    "consistency_check": {
+        "patient_id",
+        "current_conversation_id",
+        "previous_conversation_id",
+        "check_type",
+        "severity",
+    },
+    # name: the drug or condition (a vocabulary term) that the timeline of consistency needs
+    "entity_mention": {
+        "patient_id",
+        "conversation_id",
+        "kind",
+        "name",
+        "assertion",
+        "action",
+        "unit",
+    },
+    "evidence_validation": {
+        "conversation_id",
+        "transcript_hash",
+        "mode",
+        "status",
+        "rejected_by_domain",  # counts per domain
+        "failure_category",
+    },
+    "selfcheck_result": {"conversation_id", "method", "status", "reason", "model", "risk_level"},
+    "statement_check": {"conversation_id", "status", "source_chunk_id", "verification_method"},
+    "review": {"conversation_id", "reviewer", "verdict"},
+}
+
+
+def test_every_text_column_is_tagged_or_known_to_hold_no_patient_text() -> None:
+    from sqlalchemy import JSON, LargeBinary, String, Text
+
+    tagged = {(t.name, c) for t, c, _ in m.patient_text_columns()}
+    untagged = []
+    for table in m.SQLModel.metadata.sorted_tables:
+        for column in table.columns:
+            textual = isinstance(column.type, (String, Text, JSON, LargeBinary))
+            if not textual or (table.name, column.name) in tagged:
+                continue
+            if column.name not in NOT_PATIENT_TEXT.get(table.name, set()):
+                untagged.append(f"{table.name}.{column.name}")
+    assert untagged == [], "tag these columns as patient text or list them with a reason"
+    for table, column, owners in m.patient_text_columns():
+        assert all(o in table.c for o in owners), (table.name, column, owners)
+
+
+def test_after_a_purge_no_table_holds_the_record_text(engine: Engine) -> None:
+    """Every row of every table, every column, read back: the purged record's text is gone
+    wherever the schema put it (whatever the tags say)."""
+    old = store(engine, "old-s", days_ago=400)
+    with write_session(engine) as s:
+        s.add(
+            m.ConsistencyCheck(
+                patient_id="p-1",
+                current_conversation_id=old,
+                check_type="entity",
+                is_consistent=False,
+                inconsistency_description=f"{SENTINEL} dose differs",
+                current_statement=f"{SENTINEL} now",
+                previous_statement=f"{SENTINEL} before",
+                entity=f"{SENTINEL} drug",
+            )
+        )
+        s.add(
+            m.ConfidenceMetric(
+                conversation_id=old,
+                aggregate_confidence=0.5,
+                uncertainty_explanation=f"{SENTINEL} hedged",
+            )
+        )
+        review = s.execute(select(m.Review)).scalars().first()
+        assert review is not None
+        review.note = f"{SENTINEL} note"
+        s.add(review)
+    retention.purge_expired(engine=engine, older_than_days=365, actor="admin")
+    left = []
+    with read_session(engine) as s:
+        for table in m.SQLModel.metadata.sorted_tables:
+            for row in s.execute(select(table)).mappings():
+                left += [f"{table.name}.{k}" for k, v in row.items() if SENTINEL in str(v)]
+    assert left == []
