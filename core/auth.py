@@ -23,6 +23,7 @@ This module is storage- and Streamlit-free; :mod:`dashboard.auth` draws the logi
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -66,8 +67,19 @@ _BCRYPT_RE = re.compile(r"^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$")
 BCRYPT_MAX_BYTES = 72
 MIN_PASSWORD_CHARS = 8
 MAX_AUTH_FILE_BYTES = 1_000_000
-# Checked when the user is unknown, so that a wrong name costs as long as a wrong password.
-_DUMMY_HASH = bcrypt.hashpw(b"groundwatch-dummy-password", bcrypt.gensalt(rounds=4))
+DEFAULT_BCRYPT_COST = 12
+
+
+@functools.lru_cache(maxsize=4)
+def _dummy_hash(cost: int) -> str:
+    """A hash checked when the user is unknown, of the same bcrypt cost as the users' own, so
+    that a wrong name takes as long as a wrong password (no user names found by timing)."""
+    return bcrypt.hashpw(b"groundwatch-dummy-password", bcrypt.gensalt(rounds=cost)).decode()
+
+
+def bcrypt_cost(password_hash: str) -> int:
+    """The cost factor written in a bcrypt hash (``$2b$12$...`` -> 12)."""
+    return int(password_hash.split("$")[2])
 
 
 class AuthConfigError(ValueError):
@@ -142,7 +154,7 @@ def check_password_policy(password: str) -> None:
         raise PasswordPolicyError("password must not contain a NUL character")
 
 
-def hash_password(password: str, *, rounds: int = 12) -> str:
+def hash_password(password: str, *, rounds: int = DEFAULT_BCRYPT_COST) -> str:
     """The bcrypt hash of ``password`` (after :func:`check_password_policy`)."""
     check_password_policy(password)
     return bcrypt.hashpw(password.encode("utf-8"), bcrypt.gensalt(rounds=rounds)).decode("ascii")
@@ -219,7 +231,8 @@ class UserStore:
         """
         entry = self.entries.get(username.strip())
         if entry is None or entry.password_hash is None or entry.disabled:
-            check_password(password, _DUMMY_HASH.decode("ascii"))
+            costs = [bcrypt_cost(e.password_hash) for e in self.entries.values() if e.password_hash]
+            check_password(password, _dummy_hash(max(costs, default=DEFAULT_BCRYPT_COST)))
             log.info("login refused (user %s)", "unknown" if entry is None else "not allowed")
             return None
         if not check_password(password, entry.password_hash):

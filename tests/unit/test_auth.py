@@ -74,8 +74,18 @@ def test_role_permissions() -> None:
     assert not can(reviewer, "view_audit")
     assert not can(reviewer, "manage_users")
     assert can(analyst, "view_aggregates")
-    for action in ("view_text", "give_verdict", "export_text", "view_audit", "manage_users"):
+    for action in (
+        "view_text",
+        "give_verdict",
+        "export_text",
+        "view_audit",
+        "manage_users",
+        "store_record",
+        "replace_record",
+    ):
         assert not can(analyst, action)
+    assert can(reviewer, "store_record")
+    assert not can(reviewer, "replace_record")
     assert all(can(admin, a) for a in ACTIONS)
     assert all(not can(None, a) for a in ACTIONS)
     assert LOCAL_ADMIN.role == "admin"
@@ -84,6 +94,28 @@ def test_role_permissions() -> None:
 
 
 # --------------------------------------------------------------------------- users file
+
+
+def test_an_unknown_user_costs_a_bcrypt_check_of_the_users_own_cost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No user names found by timing: the hash checked for an unknown name has the cost of
+    the users' hashes (here 5), not a cheap one."""
+    import core.auth as auth_module
+
+    five = bcrypt.hashpw(b"correct horse", bcrypt.gensalt(rounds=5)).decode()
+    store = UserStore(users_file(tmp_path, {"alice": {"role": "reviewer", "password": five}}))
+    checked: list[str] = []
+    real = auth_module.check_password
+
+    def spy(password: str, password_hash: str) -> bool:
+        checked.append(password_hash)
+        return real(password, password_hash)
+
+    monkeypatch.setattr(auth_module, "check_password", spy)
+    assert store.authenticate("nobody", "correct horse") is None
+    assert store.authenticate("alice", "wrong horse") is None
+    assert [auth_module.bcrypt_cost(h) for h in checked] == [5, 5]
 
 
 def test_load_and_authenticate(tmp_path: Path) -> None:
