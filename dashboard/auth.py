@@ -16,7 +16,7 @@ The router calls :func:`require_login` before anything else; every page also cal
 from __future__ import annotations
 
 import logging
-import time
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +24,7 @@ import streamlit as st
 
 from core.auth import LOCAL_ADMIN, Action, AuthConfigError, User, UserStore
 from core.auth import can as _can
+from core.text import short_hash
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +32,6 @@ AuthMode = Literal["none", "password", "oidc"]
 
 SESSION_KEY = "auth_user"
 NO_LOGIN_BANNER = "No login configured: listening on localhost only"
-MAX_FAILURES = 5
-LOCKOUT_S = 30.0
 
 # What a user must be allowed to do to open each page (by url path).
 PAGE_ACTIONS: dict[str, Action] = {
@@ -124,13 +123,28 @@ def current_user() -> User | None:
     return User(user.username, user.role, user.email, user.display_name, raw["source"])
 
 
-def _audit(actor: str, action: str, detail: dict[str, Any] | None = None) -> None:
+def _audit(
+    actor: str,
+    action: str,
+    detail: dict[str, Any] | None = None,
+    *,
+    target_type: str = "user",
+    target_id: str | None = None,
+) -> None:
     from dashboard import data
 
     try:
-        data.audit(actor=actor, action=action, target_type="user", target_id=actor)
+        data.audit(
+            actor=actor, action=action, target_type=target_type, target_id=target_id or actor
+        )
     except Exception as exc:  # the login must not fail because the audit store is down
         log.warning("audit of %s not stored (%s)", action, type(exc).__name__)
+
+
+def login_key(username: str) -> str:
+    """The key failed logins are counted under: a hash of the typed name, known or not (so the
+    lockout says nothing about which names exist, and no typed text is stored)."""
+    return short_hash(username.strip().casefold())
 
 
 def _login_form(store: UserStore) -> User | None:
@@ -144,24 +158,23 @@ def _login_form(store: UserStore) -> User | None:
             submitted = st.form_submit_button("Log in", type="primary")
         if not submitted:
             return None
-        if time.monotonic() < float(st.session_state.get("auth_locked_until", 0.0)):
-            st.error("Too many failed attempts: wait half a minute and try again.")
+        from dashboard import data
+
+        key = login_key(username or "")
+        wait = data.login_wait(key)
+        if wait > 0:
+            st.error(f"Too many failed attempts on this account: try again in {math.ceil(wait)} s.")
             return None
         user = store.authenticate(username or "", password or "")
         if user is None:
-            failures = int(st.session_state.get("auth_failures", 0)) + 1
-            st.session_state["auth_failures"] = failures
-            if failures >= MAX_FAILURES:
-                st.session_state["auth_locked_until"] = time.monotonic() + LOCKOUT_S
-                st.session_state["auth_failures"] = 0
             known = store.get((username or "").strip()) is not None
-            _audit((username or "").strip() if known else "unknown", "login_failed")
+            actor = (username or "").strip() if known else "unknown"
+            _audit(actor, "login_failed", target_type="login", target_id=key)
             st.error("Wrong user name or password.")
             return None
     box.empty()  # the form disappears; the app is drawn in this same run
-    st.session_state["auth_failures"] = 0
     st.session_state[SESSION_KEY] = user.to_dict()
-    _audit(user.username, "login")
+    _audit(user.username, "login", target_type="login", target_id=key)
     return user
 
 

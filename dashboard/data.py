@@ -378,6 +378,34 @@ def save_verdict(
     return review_id
 
 
+# Failed logins: after MAX_LOGIN_FAILURES in a row on one account (or typed name), each further
+# attempt waits LOGIN_DELAY_S, doubling per failure up to MAX_LOGIN_DELAY_S. Counted from the
+# audit trail, so a new browser session, a reload or a second server process changes nothing.
+MAX_LOGIN_FAILURES = 5
+LOGIN_DELAY_S = 30.0
+MAX_LOGIN_DELAY_S = 3600.0
+
+
+def login_wait(key: str, *, now: datetime | None = None) -> float:
+    """Seconds before the next login attempt for ``key`` (a hash of the typed user name) may
+    be checked; 0 when it may be checked now."""
+    now = now or datetime.now(UTC)
+    with read_session(engine()) as s:
+        events = repo.recent_logins(
+            session=s, target_id=key, since=now - timedelta(days=1), limit=64
+        )
+    failures = 0
+    for action, _ in events:
+        if action != "login_failed":
+            break
+        failures += 1
+    if failures < MAX_LOGIN_FAILURES:
+        return 0.0
+    delay = min(LOGIN_DELAY_S * 2 ** (failures - MAX_LOGIN_FAILURES), MAX_LOGIN_DELAY_S)
+    last = events[0][1]
+    return max(0.0, (last - now).total_seconds() + delay)
+
+
 def audit(*, actor: str, action: str, target_type: str, target_id: str) -> None:
     """Append an audit event (no patient text)."""
     with write_session(engine()) as s:

@@ -797,6 +797,24 @@ def list_audit_events(
     return list(session.execute(stmt).scalars())
 
 
+def recent_logins(
+    *, session: Session, target_id: str, since: datetime, limit: int = 64
+) -> list[tuple[str, datetime]]:
+    """The login outcomes (``login`` / ``login_failed``) recorded for one login key since
+    ``since``, newest first, as (action, when)."""
+    stmt = (
+        select(AuditEvent.action, AuditEvent.at)
+        .where(
+            AuditEvent.target_type == "login",
+            AuditEvent.target_id == target_id,
+            AuditEvent.at >= since,  # type: ignore[operator]
+        )
+        .order_by(AuditEvent.at.desc(), AuditEvent.id.desc())  # type: ignore[attr-defined]
+        .limit(limit)
+    )
+    return [(str(a), at) for a, at in session.execute(stmt)]
+
+
 def iter_export(
     *, session: Session, patient_id: str | None = None, since: datetime | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -1027,6 +1045,7 @@ def llm_usage(*, session: Session, since: datetime | None = None) -> dict[str, f
 
 
 __all__ = [
+    "recent_logins",
     "RecordExistsError",
     "VERDICTS",
     "ConversationBundle",
