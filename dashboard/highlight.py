@@ -9,6 +9,7 @@ Streamlit: the pages pass the result to ``st.html``.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -124,6 +125,18 @@ def legend(kinds: Sequence[str]) -> str:
     return " ".join(badge(k, k) for k in kinds)
 
 
+_MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def md_text(value: object) -> str:
+    """A record field (id, source id, model name, reason) as literal text inside Streamlit
+    Markdown (titles, captions, button labels): every ASCII punctuation character is
+    backslash-escaped, so ``**x**``, links, images (which the browser would fetch) and
+    ``:red[...]`` directives are shown, never interpreted. Newlines become spaces."""
+    text = " ".join(str(value if value is not None else "").split())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
 def escaped_block(text: str | None) -> str:
     """Record text in a box, escaped, without highlights."""
     return highlight_html(text, ())
@@ -138,4 +151,5 @@ __all__ = [
     "find_span",
     "highlight_html",
     "legend",
+    "md_text",
 ]

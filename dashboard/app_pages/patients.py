@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import auth, data, figures
-from dashboard.highlight import badge, highlight_html
+from dashboard.highlight import badge, highlight_html, md_text
 from dashboard.sidebar import current_filters
 
 auth.guard("patients")
@@ -48,7 +48,9 @@ for i, x in enumerate(contradictions):
         if x["current_statement"]:
             st.html(highlight_html(x["current_statement"], []))
         cur = by_id.get(x["conversation_id"])
-        if cur and st.button(f"Open answer {cur['external_id']}", key=f"patients_open_{i}"):
+        if cur and st.button(
+            f"Open answer {md_text(cur['external_id'])}", key=f"patients_open_{i}"
+        ):
             st.session_state["report_conversation"] = x["conversation_id"]
             st.switch_page("app_pages/report.py")
 

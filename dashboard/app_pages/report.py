@@ -12,6 +12,7 @@ from dashboard.highlight import (
     find_span,
     highlight_html,
     legend,
+    md_text,
 )
 from dashboard.sidebar import current_filters, reviewer_name
 
@@ -70,10 +71,10 @@ if conv["id"] not in seen:
     )
     seen.add(conv["id"])
 
-st.subheader(f"Answer {conv['external_id']}")
+st.subheader(f"Answer {md_text(conv['external_id'])}")
 st.caption(
-    f"Patient {conv['patient_id']} · {conv['timestamp']:%Y-%m-%d %H:%M} UTC · model "
-    f"{conv['model']} · risk level {conv['risk_level'] or '–'}"
+    f"Patient {md_text(conv['patient_id'])} · {conv['timestamp']:%Y-%m-%d %H:%M} UTC · model "
+    f"{md_text(conv['model'])} · risk level {conv['risk_level'] or '–'}"
     + (f" · checked in {conv['execution_time_ms']} ms" if conv["execution_time_ms"] else "")
 )
 cols = st.columns(5)
@@ -124,7 +125,7 @@ for s in conv["statements"]:
                 else find_span(src, s.get("evidence"))
             )
             kind = "evidence" if s["status"] == "grounded" else "closest"
-            st.caption(f"Source {s['source_id']}")
+            st.caption(f"Source {md_text(s['source_id'])}")
             st.html(highlight_html(src, [Highlight(span[0], span[1], kind)] if span else []))
         elif s.get("evidence"):
             st.html(highlight_html(s["evidence"], []))
@@ -177,7 +178,8 @@ for i, c in enumerate(conv["contradictions"]):
         prev = c.get("previous")
         if prev:
             st.button(
-                f"Open the earlier answer {prev['external_id']} ({prev['timestamp']:%Y-%m-%d})",
+                f"Open the earlier answer {md_text(prev['external_id'])} "
+                f"({prev['timestamp']:%Y-%m-%d})",
                 key=f"report_prev_{i}",
                 on_click=_open,
                 args=(c["previous_conversation_id"],),

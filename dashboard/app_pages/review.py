@@ -12,6 +12,7 @@ from dashboard.highlight import (
     find_span,
     highlight_html,
     legend,
+    md_text,
 )
 from dashboard.sidebar import current_filters, reviewer_name
 
@@ -104,7 +105,7 @@ if nav2.button("Next", key="review_next", disabled=idx + 1 >= total):
 nav3.caption(f"Item {idx + 1} of {total:,} · riskiest first")
 
 conv = data.conversation(item["conversation_id"])
-st.subheader(f"Statement {item['statement_index'] + 1} of answer {item['external_id']}")
+st.subheader(f"Statement {item['statement_index'] + 1} of answer {md_text(item['external_id'])}")
 st.html(
     " ".join(
         [
@@ -124,9 +125,9 @@ st.html(
     )
 )
 if item.get("reason"):
-    st.caption(f"Why: {item['reason']}")
+    st.caption(f"Why: {md_text(item['reason'])}")
 if item.get("verdict"):
-    st.caption(f"Latest verdict: {item['verdict']} by {item['reviewer']}")
+    st.caption(f"Latest verdict: {item['verdict']} by {md_text(item['reviewer'])}")
 
 answer = conv["answer"] if conv else None
 left, right = st.columns(2)
@@ -144,7 +145,7 @@ with left:
         if any(h.kind == "focus" for h in spans):
             st.caption("Outlined: words the evidence does not bear out.")
 with right:
-    st.markdown(f"**Source {item['source_chunk_id'] or '(none)'}**")
+    st.markdown(f"**Source {md_text(item['source_chunk_id'] or '(none)')}**")
     sources = {s.get("id"): s.get("text") for s in (conv or {}).get("sources", [])}
     source = sources.get(item["source_chunk_id"])
     if source is None:
@@ -174,7 +175,9 @@ if contradictions:
             if c.get("previous_statement"):
                 st.html(highlight_html(c["previous_statement"], []))
             if prev:
-                st.caption(f"Earlier answer {prev['external_id']} on {prev['timestamp']:%Y-%m-%d}")
+                st.caption(
+                    f"Earlier answer {md_text(prev['external_id'])} on {prev['timestamp']:%Y-%m-%d}"
+                )
 
 st.divider()
 reviewer = reviewer_name()

@@ -217,3 +217,42 @@ def test_an_unexpected_error_shows_its_type_and_an_incident_code_only(
     assert secret not in error.value
     assert secret not in caplog.text
     assert "unhandled RuntimeError in the dashboard at dashboard/" in caplog.text
+
+
+def test_record_fields_are_shown_literally_never_as_markdown(
+    fresh_db: Seeded, use_db: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids and model names come from the record: bold, links, images (which the browser would
+    fetch) and colour directives in them are shown as typed, in titles, captions and labels."""
+    from core.records import parse_record
+    from dashboard import data
+    from dashboard.highlight import md_text
+
+    use_db(fresh_db)  # type: ignore[operator]
+    monkeypatch.setenv("GROUNDWATCH_ENABLE_GROUNDING_VERIFICATION", "false")
+    record_id = "**rec** ![img](http://127.0.0.1:9/x.png) :red[x]"
+    model = "[model](http://127.0.0.1:9/)"
+    report = data.pipeline().process(
+        parse_record(
+            {
+                "id": record_id,
+                "patient_id": "p-1",
+                "timestamp": "2026-03-20T09:00:00Z",
+                "query": "meds?",
+                "answer": "He takes metformin.",
+                "sources": [{"id": "s", "text": "He takes metformin daily."}],
+                "model": model,
+            },
+            max_text_chars=10_000,
+        )
+    )
+    at = open_page()
+    at.session_state["report_conversation"] = report.conversation_id
+    at.switch_page("app_pages/report.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.subheader[0].value == f"Answer {md_text(record_id)}"
+    caption = next(c.value for c in at.caption if c.value.startswith("Patient "))
+    assert md_text(model) in caption
+    for element in [*at.subheader, *at.caption, *at.markdown]:
+        assert "![" not in element.value
+        assert "](" not in element.value
