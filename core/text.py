@@ -33,6 +33,18 @@ SURROGATE_ERROR = "contains an unpaired surrogate escape (such as \\ud800): not 
 CONTROL_ERROR = "contains a NUL or control character (such as \\u0000): not storable text"
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A value as a CSV cell that a spreadsheet shows and never runs: text starting with
+    ``=``, ``+``, ``-``, ``@``, tab or carriage return gets a leading apostrophe (the OWASP
+    rule against formula injection); numbers and other values pass unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def unstorable_text(value: object) -> tuple[str, str] | None:
     """Where in a decoded JSON value a string (or a key) cannot be stored as text: an unpaired
     UTF-16 surrogate (a JSON ``"\\ud800"`` escape decodes to one, yet no Unicode text may hold

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
+from core.text import csv_cell
 from dashboard.highlight import Highlight, escape_text, highlight_html
 
 QUEUE_FIELDS = (
@@ -48,7 +49,7 @@ def _cell(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, float):
         return round(value, 4)
-    return "" if value is None else value
+    return "" if value is None else csv_cell(value)
 
 
 def rows_to_csv(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> str:

@@ -25,7 +25,7 @@ from core.cli.common import (
 )
 from core.config import get_settings
 from core.storage.db import DatabaseError, get_engine, read_session, upgrade_to_head
-from core.text import short_hash
+from core.text import csv_cell, short_hash
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
@@ -183,7 +183,7 @@ def export_records(
         for row in rows:
             writer.writerow(
                 {
-                    **{k: row.get(k) for k in _CSV_FIELDS[:11]},
+                    **{k: csv_cell(row.get(k)) for k in _CSV_FIELDS[:11]},
                     "statements": len(row["statement_checks"]),
                     "unsupported_statements": sum(
                         1 for s in row["statement_checks"] if s["status"] != "grounded"

@@ -256,3 +256,10 @@ def test_record_fields_are_shown_literally_never_as_markdown(
     for element in [*at.subheader, *at.caption, *at.markdown]:
         assert "![" not in element.value
         assert "](" not in element.value
+
+
+@pytest.mark.parametrize("cell", ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "\tx", "\rx"])
+def test_csv_cells_that_start_a_formula_are_neutralised(cell: str) -> None:
+    out = rows_to_csv([{"a": cell, "b": -1.5}], ["a", "b"])
+    assert out.splitlines()[1].startswith(("'", "\"'"))
+    assert out.strip().endswith(",-1.5")  # numbers stay numbers

@@ -209,3 +209,21 @@ def test_subprocess_import_and_bad_database_url(sqlite_url: str, tmp_path: Path)
     assert bad.returncode == 1
     assert "GROUNDWATCH_DATABASE_URL" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_csv_export_neutralises_formulas(use_db: str, tmp_path: Path) -> None:
+    """Cells that a spreadsheet would run as a formula get a leading apostrophe."""
+    import csv
+    import io
+
+    f = write_jsonl(
+        tmp_path / "r.jsonl",
+        [record(0, id='=HYPERLINK("http://x")', model="@SUM(A1)", patient_id="+p-9")],
+    )
+    assert run("import", str(f))[0] == 0
+    code, out, _ = run("export", "--format", "csv")
+    assert code == 0
+    (row,) = list(csv.DictReader(io.StringIO(out)))
+    assert row["id"] == '\'=HYPERLINK("http://x")'
+    assert row["patient_id"] == "'+p-9"
+    assert row["model"] == "'@SUM(A1)"
