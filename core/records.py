@@ -22,7 +22,7 @@ from pydantic import (
     field_validator,
 )
 
-from core.text import content_hash, unstorable_text
+from core.text import JSONInputError, content_hash, loads_input, unstorable_text
 
 SourceType = Literal["note", "document", "message", "transcript"]
 
@@ -200,12 +200,9 @@ def parse_jsonl(
             errors.append(LineError(number, "contains a NUL byte"))
             continue
         try:
-            obj = json.loads(line)
-        except RecursionError:
-            errors.append(LineError(number, "malformed JSON (nested too deeply)"))
-            continue
-        except json.JSONDecodeError as exc:
-            errors.append(LineError(number, f"malformed JSON ({exc.msg} at column {exc.colno})"))
+            obj = loads_input(line)
+        except JSONInputError as exc:
+            errors.append(LineError(number, f"malformed JSON ({exc})"))
             continue
         try:
             record = parse_record(obj, max_text_chars=max_text_chars)

@@ -8,6 +8,7 @@ can be highlighted where it came from.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -43,6 +44,40 @@ def csv_cell(value: object) -> object:
     if isinstance(value, str) and value.startswith(_FORMULA_START):
         return "'" + value
     return value
+
+
+class JSONInputError(ValueError):
+    """Input that is not acceptable JSON; the message says where and why, never the text."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        if key in out:
+            raise JSONInputError(f"duplicate key {short_hash(key)} (sha256 prefix) in one object")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> object:
+    raise JSONInputError(f"{name} is not a JSON number")
+
+
+def loads_input(text: str) -> object:
+    """Decode JSON from outside (files, uploads, import lines) with the same rules everywhere:
+    syntax errors name line and column; duplicate keys in one object, ``NaN``/``Infinity``,
+    integers of more than 4,300 digits and nesting deeper than the interpreter allows are
+    refused. Raises :class:`JSONInputError`; the message never holds the input's text."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+    except JSONInputError:
+        raise
+    except RecursionError:
+        raise JSONInputError("nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise JSONInputError(f"{exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except ValueError:  # the interpreter's limit on integer digits
+        raise JSONInputError("a number has more digits than allowed (4,300)") from None
 
 
 def unstorable_text(value: object) -> tuple[str, str] | None:

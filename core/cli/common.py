@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import typer
 
-from core.text import SURROGATE_ERROR, unstorable_text
+from core.text import SURROGATE_ERROR, JSONInputError, loads_input, unstorable_text
 
 if TYPE_CHECKING:
     from core.grounding import SourceChunk
@@ -126,16 +126,10 @@ def parse_json(text: str, *, what: str) -> Any:
     """Decode JSON text, naming line and column of a syntax error (no content echoed), and
     where a string holds an unpaired surrogate escape."""
     try:
-        value = json.loads(text)
-    except RecursionError:
+        value = loads_input(text)
+    except JSONInputError as exc:
         raise InputError(
-            f"{what}: JSON nested too deeply", code=EXIT_INVALID, error="invalid_json"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
-            code=EXIT_INVALID,
-            error="invalid_json",
+            f"{what}: not valid JSON ({exc})", code=EXIT_INVALID, error="invalid_json"
         ) from None
     broken = unstorable_text(value)
     if broken:

@@ -23,7 +23,7 @@ from core.cli.common import (
 )
 from core.config import get_settings
 from core.grounding import GroundingResult, GroundingVerifier, SourceChunk
-from core.text import unstorable_text
+from core.text import JSONInputError, loads_input, unstorable_text
 
 log = logging.getLogger(__name__)
 
@@ -95,12 +95,9 @@ def _run_batch(path: Path, verifier: GroundingVerifier, *, max_bytes: int, as_js
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except RecursionError:
-            errors.append({"line": lineno, "error": "not valid JSON (nested too deeply)"})
-            continue
-        except json.JSONDecodeError as exc:
-            errors.append({"line": lineno, "error": f"not valid JSON ({exc.msg})"})
+            row = loads_input(line)
+        except JSONInputError as exc:
+            errors.append({"line": lineno, "error": f"not valid JSON ({exc})"})
             continue
         if not isinstance(row, dict):
             errors.append({"line": lineno, "error": "must be a JSON object"})

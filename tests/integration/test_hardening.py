@@ -63,6 +63,9 @@ BAD_JSON: dict[str, bytes] = {
     "not_json_at_all": SENTINEL.encode() + b" <html><body>hello</body></html>",
     # valid JSON whose escape decodes to no Unicode text (it cannot be stored or embedded)
     "unpaired_surrogate": b'{"PHQ8_Sleep": ["' + SENTINEL.encode() + b' \\ud800 x"]}',
+    "huge_integer": b'{"PHQ8_Sleep": ["' + SENTINEL.encode() + b'"], "n": ' + b"9" * 5000 + b"}",
+    "duplicate_keys": b'{"PHQ8_Sleep": ["' + SENTINEL.encode() + b'"], "PHQ8_Sleep": ["b"]}',
+    "control_character": b'{"PHQ8_Sleep": ["' + SENTINEL.encode() + b' \\u0000 x"]}',
 }
 BAD_TEXT: dict[str, bytes] = {
     "invalid_utf8": SENTINEL.encode() + b" \xc3\x28 text",
@@ -151,6 +154,11 @@ IMPORT_CASES: dict[str, bytes] = {
     "too_large": jl(good_record(0), {**good_record(1), "answer": "x" * LIMIT}),
     "unpaired_surrogate": jl(good_record(0))
     + b'{"id": "rec-9", "patient_id": "p-1", "answer": "\\udc00 x", "sources": []}\n',
+    "huge_integer": jl(good_record(0)) + b'{"id": "rec-9", "n": ' + b"9" * 5000 + b"}\n",
+    "duplicate_keys": jl(good_record(0))
+    + b'{"id": "rec-9", "id": "rec-10", "patient_id": "p-1", "answer": "x", "sources": []}\n',
+    "control_character": jl(good_record(0))
+    + b'{"id": "rec-9", "patient_id": "p-1", "answer": "\\u0000 x", "sources": []}\n',
 }
 
 

@@ -129,3 +129,26 @@ def test_unpaired_surrogates_are_found_by_path() -> None:
     assert unpaired_surrogate({"a": ["ok", {"b": "\ud800"}], "c": "\ud800"}) == "a[1].b"
     deep = json.loads("[" * 900 + '"\\ud800"' + "]" * 900)
     assert unpaired_surrogate(deep) == "[0]" * 900
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"a": 1, "a": 2}', "duplicate key"),
+        ('{"a": NaN}', "NaN is not a JSON number"),
+        ('{"a": -Infinity}', "-Infinity is not a JSON number"),
+        ('{"a": ' + "9" * 5000 + "}", "more digits than allowed"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"secret-text": }', "Expecting value at line 1, column 17"),
+    ],
+)
+def test_input_json_is_decoded_by_one_set_of_rules(text: str, reason: str) -> None:
+    from core.text import JSONInputError, loads_input
+
+    with pytest.raises(JSONInputError, match=reason) as info:
+        loads_input(text)
+    assert "secret" not in str(info.value)
+    assert loads_input('{"a": [1, 2.5, "x"], "b": {"a": null}}') == {
+        "a": [1, 2.5, "x"],
+        "b": {"a": None},
+    }
