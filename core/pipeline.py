@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from core.backends import load_embedder, load_learned, load_llm, load_nli
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 Auto = Literal["auto"]
 StoreStatus = Literal["imported", "updated", "unchanged"]
+# A batch whose insert meets a record a concurrent writer just stored is read and stored again.
+STORE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,16 +273,31 @@ class QualityPipeline:
         self._run_grounding(works)
         self._run_selfcheck(works)
         self._run_epistemic(works)
-        pending: list[tuple[repo.ConversationBundle, dict[str, Any]]] = []
-        timelines: dict[str, list[Any]] = {}
-        with write_session(self.engine) as session:
-            for work in works:
-                pending.append(self._finish(session, work, timelines))
-                if progress is not None:
-                    progress(1)
-            outcomes = repo.store_many(
-                session=session, bundles=[b for b, _ in pending], replace=replace
-            )
+        for attempt in range(1, STORE_ATTEMPTS + 1):
+            saved = [(list(w.warnings), dict(w.checks)) for w in works]
+            pending: list[tuple[repo.ConversationBundle, dict[str, Any]]] = []
+            timelines: dict[str, list[Any]] = {}
+            try:
+                with write_session(self.engine) as session:
+                    for work in works:
+                        pending.append(self._finish(session, work, timelines))
+                    outcomes = repo.store_many(
+                        session=session, bundles=[b for b, _ in pending], replace=replace
+                    )
+                break
+            except IntegrityError:
+                # another writer stored one of these records (or its patient) between our
+                # read and our insert: nothing of ours landed; read again and store again,
+                # now as unchanged or updated
+                if attempt == STORE_ATTEMPTS:
+                    raise
+                log.info("store conflicted with a concurrent writer; attempt %d", attempt + 1)
+                for w, (warnings, checks) in zip(works, saved, strict=True):
+                    w.warnings[:] = warnings
+                    w.checks.clear()
+                    w.checks.update(checks)
+        if progress is not None:
+            progress(len(works))
         reports = [
             QualityReport(
                 conversation_id=outcome.conversation_id, store_status=outcome.status, **fields
@@ -675,7 +693,7 @@ class QualityPipeline:
             ]
             result = scorer.aggregate(scores)
         except (ValueError, TypeError) as exc:
-            w.checks["confidence"] = failed(str(exc)[:200])
+            w.checks["confidence"] = failed(type(exc).__name__)
             return None
         w.checks["confidence"] = OK
         return result

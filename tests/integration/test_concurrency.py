@@ -184,3 +184,53 @@ def test_concurrent_reimport_is_idempotent(engine: Engine) -> None:
     with read_session(engine) as s:
         assert repo.count_conversations(session=s) == WRITERS * per
         assert repo.kpis(session=s).conversations == WRITERS * per
+
+
+def test_overlapping_imports_through_the_pipeline_all_succeed(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six imports of overlapping record sets at once (the same records in several files):
+    every one succeeds (a unique-key conflict with a concurrent writer is read and stored
+    again), and each record is stored exactly once."""
+    from core.config import load_settings, reset_settings_cache
+    from core.pipeline import QualityPipeline
+    from core.records import parse_record
+
+    monkeypatch.setenv("GROUNDWATCH_ENABLE_GROUNDING_VERIFICATION", "false")
+    monkeypatch.setenv("GROUNDWATCH_ENABLE_EPISTEMIC_VERIFICATION", "false")
+    reset_settings_cache()
+    pipeline = QualityPipeline(settings=load_settings(), engine=engine, llm=None)
+
+    def records(first: int) -> list[object]:
+        return [
+            parse_record(
+                {
+                    "id": f"shared-{i}",
+                    "patient_id": f"p-{i % 3}",
+                    "timestamp": f"2026-02-{i % 28 + 1:02d}T10:00:00Z",
+                    "query": "What does the patient take?",
+                    "answer": "The patient takes metformin 500 mg.",
+                    "sources": [{"id": "s", "text": "Metformin 500 mg daily."}],
+                },
+                max_text_chars=10_000,
+            )
+            for i in range(first, first + 20)
+        ]
+
+    barrier = threading.Barrier(6)
+
+    def job(first: int) -> Callable[[], None]:
+        def run() -> None:
+            batch = records(first)
+            barrier.wait()
+            pipeline.process_many(batch)  # type: ignore[arg-type]
+
+        return run
+
+    errors = run_threads([job(first) for first in (0, 5, 10, 0, 5, 10)])
+    assert errors == []
+    with read_session(engine) as s:
+        assert repo.count_conversations(session=s) == 30
+        ids = s.execute(select(m.Conversation.external_id)).scalars().all()
+    assert len(set(ids)) == 30
+    reset_settings_cache()
