@@ -423,12 +423,14 @@ class ConsistencyChecker:
             short_hash(timeline.patient_id),
             len(contradictions),
         )
+        broken = [name for name, c in checks.items() if c.status == "failed"]
         return ConsistencyResult(
             is_consistent=not contradictions,
             consistency_score=consistency_score(contradictions),
             contradictions=tuple(contradictions),
             warnings=tuple(warnings),
-            status=OK,
+            # a tier that failed fails the check: its score stands on the rest only
+            status=failed(f"{broken[0]} tier: {checks[broken[0]].reason}") if broken else OK,
             checks=checks,
             n_checked=n_checked,
             n_previous_conversations=timeline.n_conversations,

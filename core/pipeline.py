@@ -382,7 +382,11 @@ class QualityPipeline:
                 continue
             w.grounding = result
             degraded = [f"{k}: {v}" for k, v in result.checks.items() if v.status != "ok"]
-            w.checks["grounding"] = OK
+            broken = [k for k, v in result.checks.items() if v.status == "failed"]
+            # a tier that failed fails the check (the verdicts stand on the other tiers)
+            w.checks["grounding"] = (
+                failed(f"{broken[0]} tier: {result.checks[broken[0]].reason}") if broken else OK
+            )
             for name, status in result.checks.items():
                 w.checks[f"grounding.{name}"] = status
             w.warnings.extend(result.warnings)

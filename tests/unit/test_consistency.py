@@ -238,6 +238,9 @@ def test_semantic_tier_failure_is_reported() -> None:
     assert r.checks["semantic"].status == "failed"
     assert "RuntimeError" in (r.checks["semantic"].reason or "")
     assert r.checks["rules"].status == "ok"
+    # the whole check is stored as failed, never ok, when one of its tiers failed
+    assert r.status.status == "failed"
+    assert "semantic tier" in (r.status.reason or "")
 
 
 class FakeLLM:

@@ -1184,3 +1184,45 @@ def test_a_denied_history_the_source_gives_the_patient() -> None:
     # a hedged condition, or one only asked about, is not the patient's
     assert compare_facts("He denies a history of gout.", near, source).status == "agree"
     assert compare_facts("He denies a history of asthma.", near, source).status == "agree"
+
+
+class _BrokenLearned:
+    """A learned verifier whose inference raises (e.g. the process ran out of memory)."""
+
+    settings: dict[str, object] = {}
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        raise MemoryError("model died")
+
+
+def test_a_failed_tier_fails_the_grounding_check_in_the_pipeline(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from core.config import load_settings
+    from core.pipeline import QualityPipeline
+    from core.records import parse_record
+    from core.storage.db import get_engine, upgrade_to_head
+
+    url = f"sqlite:///{tmp_path / 'gw.db'}"
+    upgrade_to_head(url)
+    pipeline = QualityPipeline(
+        settings=load_settings(database_url=url),
+        engine=get_engine(url),
+        embedder=None,
+        nli=None,
+        llm=None,
+        learned=_BrokenLearned(),
+    )
+    report = pipeline.process(
+        parse_record(
+            {
+                "id": "r-1",
+                "patient_id": "p-1",
+                "query": "meds?",
+                "answer": "He takes warfarin daily.",
+                "sources": [{"id": "s", "text": "He takes metformin 500 mg."}],
+            },
+            max_text_chars=10_000,
+        )
+    )
+    assert report.checks["grounding.learned"].status == "failed"
+    assert report.checks["grounding"].status == "failed"  # never ok
+    assert "learned tier" in (report.checks["grounding"].reason or "")
