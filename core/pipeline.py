@@ -27,7 +27,7 @@ from core.records import ConversationRecord
 from core.storage import models as m
 from core.storage import repo
 from core.storage.db import write_session
-from core.text import short_hash
+from core.text import content_hash, short_hash
 
 log = logging.getLogger(__name__)
 
@@ -497,6 +497,7 @@ class QualityPipeline:
                     conversation_id=conv_id,
                     statement=st.statement if keep_text else None,
                     statement_index=st.index,
+                    statement_hash=content_hash(st.statement),
                     start=st.start,
                     end=st.end,
                     is_grounded=st.is_grounded,
@@ -508,7 +509,7 @@ class QualityPipeline:
                     evidence_end=st.evidence_end,
                     grounding_confidence=_unit(st.confidence),
                     verification_method=st.verification_method,
-                    reason=st.reason,
+                    reason=st.reason if keep_text else None,
                     risk=statement_risk(st.status, st.confidence),
                 )
             )

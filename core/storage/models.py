@@ -179,6 +179,10 @@ class StatementCheck(SQLModel, table=True):
         default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
     )
     statement_index: int
+    # SHA-256 of the statement's text, kept when the text is purged or never stored: with its
+    # occurrence among the answer's statements it is the statement's identity, which a
+    # clinician's verdict follows when the answer is edited (never the list index)
+    statement_hash: str | None = Field(default=None, sa_column=Column(String(64)))
     start: int | None = None
     end: int | None = None
     is_grounded: bool

@@ -8,7 +8,7 @@ rollup that every write maintains.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Literal
@@ -40,6 +40,7 @@ from core.storage.models import (
     StatementCheck,
     patient_text_columns,
 )
+from core.text import content_hash
 
 Granularity = Literal["day", "week"]
 Verdict = Literal["confirmed", "false_alarm", "unsure"]
@@ -190,7 +191,7 @@ def store_conversation(
     ensure_patient(session=session, patient_id=conv.patient_id)
     existing = session.get(Conversation, conv.id)
     status: StoreStatus = "imported"
-    reviewed: dict[int, tuple[str | None, int]] = {}
+    reviewed: dict[int, StatementKey] = {}
     if existing is not None:
         if existing.content_hash == conv.content_hash:
             return StoreOutcome("unchanged", conv.id)
@@ -235,39 +236,67 @@ def store_conversation(
     return StoreOutcome(status, conv.id)
 
 
-def _detach_reviews(session: Session, conversation_id: str) -> dict[int, tuple[str | None, int]]:
+StatementKey = tuple[str, int]
+
+
+def _statement_keys(
+    rows: Iterable[tuple[Any, str | None, str | None, int]],
+) -> dict[Any, StatementKey]:
+    """Each statement's identity: the hash of its text (stored, or computed from the text) and
+    its occurrence among the answer's statements with that text (the same sentence twice is
+    two statements), in statement order. Rows: (id, hash, text, index); no hash and no text:
+    no identity."""
+    seen: dict[str, int] = {}
+    keys: dict[Any, StatementKey] = {}
+    for row_id, digest, said, _ in sorted(rows, key=lambda r: r[3]):
+        digest = digest or (content_hash(said) if said is not None else None)
+        if digest is None:
+            continue
+        keys[row_id] = (digest, seen.get(digest, 0))
+        seen[digest] = seen.get(digest, 0) + 1
+    return keys
+
+
+def _detach_reviews(session: Session, conversation_id: str) -> dict[int, StatementKey]:
     """Unlink the conversation's reviews from its statement checks (about to be replaced),
-    so that deleting those does not delete the verdicts. Returns, per review id, the
-    statement text and index it was given on."""
-    rows = session.execute(
-        select(Review.id, StatementCheck.statement, StatementCheck.statement_index)
-        .join(StatementCheck, StatementCheck.id == Review.statement_check_id)
-        .where(Review.conversation_id == conversation_id)
+    so that deleting those does not delete the verdicts. Returns, per review id, the identity
+    of the statement it was given on (when it has one)."""
+    statements = session.execute(
+        select(
+            StatementCheck.id,
+            StatementCheck.statement_hash,
+            StatementCheck.statement,
+            StatementCheck.statement_index,
+        ).where(StatementCheck.conversation_id == conversation_id)
     ).all()
-    if rows:
+    keys = _statement_keys((r[0], r[1], r[2], int(r[3])) for r in statements)
+    reviews = session.execute(
+        select(Review.id, Review.statement_check_id).where(
+            Review.conversation_id == conversation_id
+        )
+    ).all()
+    if reviews:
         session.execute(
             Review.__table__.update()  # type: ignore[attr-defined]
             .where(Review.conversation_id == conversation_id)
             .values(statement_check_id=None)
         )
-    return {int(r[0]): (r[1], int(r[2])) for r in rows}
+    return {int(r[0]): keys[r[1]] for r in reviews if r[1] in keys}
 
 
 def _reattach_reviews(
-    session: Session, reviewed: dict[int, tuple[str | None, int]], statements: list[StatementCheck]
+    session: Session, reviewed: dict[int, StatementKey], statements: list[StatementCheck]
 ) -> None:
-    """Link each detached review to the new statement check with the same text (the one at
-    the same index when the text was purged); the others stay detached."""
-    by_text: dict[str, int] = {}
-    by_index: dict[int, int] = {}
-    for row in statements:
-        if row.id is None:
-            continue
-        if row.statement is not None:
-            by_text.setdefault(row.statement, int(row.id))
-        by_index.setdefault(row.statement_index, int(row.id))
-    for review_id, (said, index) in reviewed.items():
-        target = by_text.get(said) if said is not None else by_index.get(index)
+    """Link each detached review to the new statement check with the same identity (same
+    text, same occurrence); the others stay detached, never moved to another statement."""
+    keys = _statement_keys(
+        (row.id, row.statement_hash, row.statement, row.statement_index)
+        for row in statements
+        if row.id is not None
+    )
+    by_key = {key: int(row_id) for row_id, key in keys.items()}
+    for review_id, key in reviewed.items():
+        target = by_key.get(key)
         if target is not None:
             session.execute(
                 Review.__table__.update()  # type: ignore[attr-defined]

@@ -74,7 +74,7 @@ def test_migrated_schema_equals_models(engine: Engine) -> None:
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
     assert diff == []
-    assert current_revision(engine) == "0001"
+    assert current_revision(engine) == "0002"
 
 
 def test_upgrade_is_idempotent(db_url: str) -> None:
@@ -82,7 +82,7 @@ def test_upgrade_is_idempotent(db_url: str) -> None:
     upgrade_to_head(db_url)
     from core.storage.db import get_engine
 
-    assert current_revision(get_engine(db_url)) == "0001"
+    assert current_revision(get_engine(db_url)) == "0002"
 
 
 def test_round_trip_with_checks(engine: Engine) -> None:
@@ -352,3 +352,101 @@ def test_sqlite_runs_wal_with_foreign_keys(sqlite_engine: Engine) -> None:
     with sqlite_engine.connect() as conn:
         assert conn.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert conn.execute(text("PRAGMA foreign_keys")).scalar_one() == 1
+
+
+def _texts_bundle(ext: str, said: list[str], content: str) -> repo.ConversationBundle:
+    from core.text import content_hash
+
+    bundle = _bundle(ext, content=content, statuses=("unsupported",) * len(said))
+    for i, (row, text_) in enumerate(zip(bundle.statements, said, strict=True)):
+        row.statement, row.statement_index, row.statement_hash = text_, i, content_hash(text_)
+    return bundle
+
+
+def _verdict_on(engine: Engine, conversation_id: str) -> list[tuple[int, str]]:
+    with read_session(engine) as s:
+        rows = s.execute(
+            select(m.StatementCheck.statement_index, m.Review.verdict).join(
+                m.Review, m.Review.statement_check_id == m.StatementCheck.id
+            )
+        ).all()
+    return [(int(i), str(v)) for i, v in rows]
+
+
+def _review(engine: Engine, conversation_id: str, index: int, verdict: str) -> None:
+    with write_session(engine) as s:
+        sc = s.execute(
+            select(m.StatementCheck).where(
+                m.StatementCheck.conversation_id == conversation_id,
+                m.StatementCheck.statement_index == index,
+            )
+        ).scalar_one()
+        repo.create_review(
+            session=s, statement_check_id=int(sc.id or 0), reviewer="dr", verdict=verdict
+        )  # type: ignore[arg-type]
+
+
+def test_a_verdict_follows_its_statement_after_a_purge_and_a_reordering_edit(
+    engine: Engine,
+) -> None:
+    said = ["Takes metformin 500 mg.", "Takes warfarin 5 mg."]
+    with write_session(engine) as s:
+        conv_id = repo.store_conversation(
+            session=s, bundle=_texts_bundle("ext-m8", said, "v1")
+        ).conversation_id
+    _review(engine, conv_id, 0, "false_alarm")  # on the metformin statement
+    with write_session(engine) as s:
+        assert repo.purge_text_before(session=s, cutoff=datetime(2027, 1, 1, tzinfo=UTC)) == 1
+    edited = _texts_bundle("ext-m8", list(reversed(said)), "v2")  # warfarin first now
+    with write_session(engine) as s:
+        assert repo.store_conversation(session=s, bundle=edited).status == "updated"
+    assert _verdict_on(engine, conv_id) == [(1, "false_alarm")]  # still metformin's
+
+
+def test_a_verdict_on_a_repeated_sentence_follows_that_occurrence(engine: Engine) -> None:
+    said = ["He is stable.", "Takes warfarin.", "He is stable."]
+    with write_session(engine) as s:
+        conv_id = repo.store_conversation(
+            session=s, bundle=_texts_bundle("ext-l7", said, "v1")
+        ).conversation_id
+    _review(engine, conv_id, 2, "confirmed")  # the second 'He is stable.'
+    edited = _texts_bundle("ext-l7", ["New line.", *said], "v2")
+    with write_session(engine) as s:
+        repo.store_conversation(session=s, bundle=edited)
+    assert _verdict_on(engine, conv_id) == [(3, "confirmed")]
+
+
+def test_migration_0002_hashes_the_statements_stored_before_it(sqlite_url: str) -> None:
+    from alembic import command
+
+    from core.storage.db import alembic_config, get_engine
+    from core.text import content_hash
+
+    engine = get_engine(sqlite_url)
+    command.upgrade(alembic_config(sqlite_url), "0001")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO patient (id, created_at) VALUES ('p-1', '2026-01-01');"))
+    with write_session(engine) as s:
+        s.execute(
+            text(
+                "INSERT INTO conversation (id, external_id, patient_id, query_timestamp, "
+                "model_used, is_flagged, flagged_statements, total_statements, content_hash, "
+                "created_at, updated_at) VALUES ('c1', 'e1', 'p-1', '2026-01-01', 'm', 0, 0, 2, "
+                "'h', '2026-01-01', '2026-01-01')"
+            )
+        )
+        for i, said in enumerate(["Takes aspirin.", None]):
+            s.execute(
+                text(
+                    "INSERT INTO statement_check (conversation_id, statement, statement_index, "
+                    "is_grounded, status, verification_method, risk, verified_at) VALUES "
+                    "('c1', :s, :i, 0, 'unsupported', 'unsupported', 0.5, '2026-01-01')"
+                ),
+                {"s": said, "i": i},
+            )
+    upgrade_to_head(sqlite_url)
+    with read_session(engine) as s:
+        hashes = s.execute(
+            text("SELECT statement_hash FROM statement_check ORDER BY statement_index")
+        ).all()
+    assert [h[0] for h in hashes] == [content_hash("Takes aspirin."), None]
