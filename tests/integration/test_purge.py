@@ -324,7 +324,14 @@ NOT_PATIENT_TEXT = {
         "failure_category",
     },
     "selfcheck_result": {"conversation_id", "method", "status", "reason", "model", "risk_level"},
-    "statement_check": {"conversation_id", "status", "source_chunk_id", "verification_method"},
+    # statement_hash: the statement's identity that verdicts follow, kept through a purge
+    "statement_check": {
+        "conversation_id",
+        "status",
+        "source_chunk_id",
+        "verification_method",
+        "statement_hash",
+    },
     "review": {"conversation_id", "reviewer", "verdict"},
 }
 
