@@ -39,9 +39,10 @@ def render_sidebar() -> data.FilterState:
         else:
             st.caption("No answers stored yet.")
         st.multiselect("Model", data.models(), key="sidebar_models", placeholder="All models")
-        st.multiselect(
-            "Patient", data.patients(), key="sidebar_patients", placeholder="All patients"
-        )
+        if _sees_patients():
+            st.multiselect(
+                "Patient", data.patients(), key="sidebar_patients", placeholder="All patients"
+            )
         st.divider()
         if auth.auth_mode() == "none":  # with a login, verdicts carry the logged-in user
             st.text_input(
@@ -64,8 +65,14 @@ def current_filters() -> data.FilterState:
         start=start,
         end=end,
         models=tuple(st.session_state.get("sidebar_models") or ()),
-        patients=tuple(st.session_state.get("sidebar_patients") or ()),
+        patients=tuple(st.session_state.get("sidebar_patients") or ()) if _sees_patients() else (),
     )
+
+
+def _sees_patients() -> bool:
+    """Whether the session's user may see patient ids (the roles that read record text; an
+    analyst sees aggregates over all patients and is never sent the ids)."""
+    return auth.can(auth.current_user(), "view_text")
 
 
 def reviewer_name() -> str:

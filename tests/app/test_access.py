@@ -290,3 +290,28 @@ def test_lockout_holds_across_sessions_and_grows(
     assert data.login_wait(auth.login_key("ada")) == 0  # another account is not locked
     data.audit(actor="rita", action="login_failed", target_type="login", target_id=key)
     assert data.login_wait(key) > data.LOGIN_DELAY_S  # one more failure: a longer wait
+
+
+def test_an_analyst_is_never_sent_a_patient_id(
+    seeded_db: Seeded, use_db: object, users_file: Path
+) -> None:
+    from tests.app.seed import PATIENTS
+
+    use_db(seeded_db)  # type: ignore[operator]
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    login(at, "andy")
+    for page in ("overview", "calibration", "upload"):
+        at.switch_page(f"app_pages/{page}.py").run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        options = [str(o) for w in at.multiselect for o in w.options]
+        options += [str(o) for w in at.selectbox for o in w.options]
+        shown = page_text(at)
+        for patient in PATIENTS:
+            assert patient not in options, (page, patient)
+            assert patient not in shown, (page, patient)
+        assert "Patient" not in [w.label for w in at.multiselect]
+    # a reviewer does get the patient filter
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    login(at, "rita")
+    assert "Patient" in [w.label for w in at.multiselect]
+    assert set(PATIENTS) <= {str(o) for w in at.multiselect for o in w.options}
