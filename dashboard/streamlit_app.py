@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from core.incidents import log_unhandled
-from dashboard import auth
+from dashboard import auth, data
 from dashboard.sidebar import render_sidebar
 
 PAGES = Path(__file__).parent / "app_pages"
@@ -54,6 +55,10 @@ def _pages() -> dict[str, Any]:
 
 
 def main() -> None:
+    # Groundwatch's own log lines (counts, hashes, never record text) at the configured level
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name in ("core", "dashboard", "groundwatch"):
+        logging.getLogger(name).setLevel(data.settings().log_level)
     user = auth.require_login()
     if user is None:
         st.stop()  # only the login form is drawn

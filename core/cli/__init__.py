@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 
 import typer
 
-from core.config import SettingsError
+from core.config import SettingsError, get_settings
 
 app = typer.Typer(
     name="groundwatch",
@@ -42,6 +43,8 @@ def main() -> None:
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
+        if os.environ.get("GROUNDWATCH_LOG_LEVEL"):  # the command line is quiet unless asked
+            logging.getLogger().setLevel(get_settings().log_level)
         app()
     except SettingsError as exc:
         typer.echo(f"error: {exc}", err=True)

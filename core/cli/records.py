@@ -194,6 +194,32 @@ def export_records(
         sys.stdout.write(buf.getvalue())
 
 
+# Never shown to a browser whatever the working directory: tracebacks (they carry server
+# paths and, from a database error, record text) and the developer toolbar.
+_SAFE_STREAMLIT = {
+    "client.showErrorDetails": "none",
+    "client.toolbarMode": "minimal",
+    "server.headless": "true",
+    "browser.gatherUsageStats": "false",
+}
+
+
+def _streamlit_options(config: Path) -> list[str]:
+    """Command-line options from the project's Streamlit configuration, which Streamlit reads
+    only from the working directory: ``serve`` started elsewhere behaves the same. The
+    safety options are always given."""
+    import tomllib
+
+    options: dict[str, str] = {}
+    if config.is_file():
+        for section, values in tomllib.loads(config.read_text("utf-8")).items():
+            for key, value in values.items():
+                shown = str(value).lower() if isinstance(value, bool) else str(value)
+                options[f"{section}.{key}"] = shown
+    options.update(_SAFE_STREAMLIT)
+    return [part for key, value in options.items() for part in (f"--{key}", value)]
+
+
 def serve(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8501,
     address: Annotated[
@@ -228,10 +254,7 @@ def serve(
         str(port),
         "--server.address",
         bind,
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
+        *_streamlit_options(Path(dashboard.__file__).parent.parent / ".streamlit" / "config.toml"),
     ]
     env = {**os.environ, "GROUNDWATCH_DATABASE_URL": settings.database_url}
     sys.stdout.flush()

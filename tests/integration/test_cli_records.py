@@ -227,3 +227,43 @@ def test_csv_export_neutralises_formulas(use_db: str, tmp_path: Path) -> None:
     assert row["id"] == '\'=HYPERLINK("http://x")'
     assert row["patient_id"] == "'+p-9"
     assert row["model"] == "'@SUM(A1)"
+
+
+def test_serve_passes_the_project_streamlit_settings_from_any_directory(tmp_path: Path) -> None:
+    """Streamlit reads .streamlit/config.toml from the working directory only: serve passes
+    the project's settings as options, and never lets tracebacks or the toolbar through."""
+    from core.cli.records import _streamlit_options
+
+    root = Path(__file__).resolve().parents[2]
+    options = _streamlit_options(root / ".streamlit" / "config.toml")
+    pairs = dict(zip(options[::2], options[1::2], strict=True))
+    assert pairs["--client.showErrorDetails"] == "none"
+    assert pairs["--client.toolbarMode"] == "minimal"
+    assert pairs["--theme.primaryColor"] == "#2e6f9e"
+    bare = dict(zip(*[iter(_streamlit_options(tmp_path / "missing.toml"))] * 2, strict=True))
+    assert bare["--client.showErrorDetails"] == "none"
+    assert bare["--server.headless"] == "true"
+
+
+def test_log_level_setting_is_applied_by_the_command_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import logging
+
+    import core.cli as cli
+
+    seen: list[int] = []
+    monkeypatch.setattr(cli, "app", lambda: seen.append(logging.getLogger().level))
+    monkeypatch.setenv("GROUNDWATCH_LOG_LEVEL", "DEBUG")
+    reset_settings_cache()
+    before = logging.getLogger().level
+    try:
+        cli.main()
+    finally:
+        logging.getLogger().setLevel(before)
+    assert seen == [logging.DEBUG]
+    monkeypatch.setenv("GROUNDWATCH_LOG_LEVEL", "LOUD")
+    reset_settings_cache()
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    assert exit_.value.code == 1  # a bad value is named and refused, not ignored
