@@ -114,11 +114,27 @@ def decode_utf8(data: bytes, *, what: str) -> str:
     return text
 
 
-def read_text(path: Path | str, *, what: str, max_bytes: int, allow_empty: bool = False) -> str:
-    """Read a UTF-8 text file with clear errors for missing, empty, huge or undecodable input."""
+def read_text(
+    path: Path | str,
+    *,
+    what: str,
+    max_bytes: int,
+    allow_empty: bool = False,
+    max_chars: int | None = None,
+) -> str:
+    """Read a UTF-8 text file with clear errors for missing, empty, huge or undecodable input;
+    ``max_chars``: the longest text one record may hold (GROUNDWATCH_MAX_TRANSCRIPT_CHARS), the
+    same limit import applies."""
     text = decode_utf8(read_bytes(path, what=what, max_bytes=max_bytes), what=what)
     if not allow_empty and not text.strip():
         raise InputError(f"{what}: file is empty", code=EXIT_INVALID, error="empty")
+    if max_chars is not None and len(text) > max_chars:
+        raise InputError(
+            f"{what}: {len(text):,} characters, above the limit of {max_chars:,} "
+            "(GROUNDWATCH_MAX_TRANSCRIPT_CHARS)",
+            code=EXIT_INVALID,
+            error="too_large",
+        )
     return text
 
 

@@ -184,7 +184,12 @@ def register(app: typer.Typer) -> None:
                     as_json=as_json,
                     error="usage",
                 )
-            answer_text = read_text(answer, what="answer", max_bytes=max_bytes)
+            answer_text = read_text(
+                answer,
+                what="answer",
+                max_bytes=max_bytes,
+                max_chars=get_settings().max_transcript_chars,
+            )
             chunks = read_sources(
                 list(source), max_bytes=max_bytes, max_chars=get_settings().max_transcript_chars
             )

@@ -171,7 +171,12 @@ def register(app: typer.Typer) -> None:
         if generate is not None and not (prompt and prompt.strip()):
             fail("--generate needs --prompt TEXT", code=EXIT_IO, as_json=json_out, error="usage")
         try:
-            text = read_text(answer, what="ANSWER", max_bytes=settings.max_input_bytes)
+            text = read_text(
+                answer,
+                what="ANSWER",
+                max_bytes=settings.max_input_bytes,
+                max_chars=settings.max_transcript_chars,
+            )
             sample_texts: list[str] = []
             if samples is not None:
                 sample_texts = _validate_samples(

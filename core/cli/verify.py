@@ -97,7 +97,12 @@ def register(app: typer.Typer) -> None:
                  error="usage")  # fmt: skip
         settings = get_settings()
         try:
-            answer = read_text(answer_file, what="answer", max_bytes=settings.max_input_bytes)
+            answer = read_text(
+                answer_file,
+                what="answer",
+                max_bytes=settings.max_input_bytes,
+                max_chars=settings.max_transcript_chars,
+            )
             sources = read_sources(
                 source,
                 file_id="stem",

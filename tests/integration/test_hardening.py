@@ -391,3 +391,23 @@ def test_upload_page_refuses_bad_evidence(env: Path, case: str) -> None:
     assert any(name in e for e in errors), errors
     assert all(SENTINEL not in e for e in errors)
     assert count(env) == 0
+
+
+@pytest.mark.parametrize("command", ["ground", "selfcheck", "verify"])
+def test_the_record_text_limit_applies_to_every_command(
+    env: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """The longest text one record may hold is the same for import and for the commands that
+    check a single answer (an answer of 3 million characters took 99 s in verify)."""
+    monkeypatch.setenv("GROUNDWATCH_MAX_TRANSCRIPT_CHARS", "1000")
+    reset_settings_cache()
+    answer = write(env, "answer.txt", (SENTINEL + " takes metformin. ").encode() * 100)
+    source = write(env, "note.txt", SOURCE.encode())
+    samples = write(env, "samples.json", json.dumps(["He takes metformin."]).encode())
+    extra = {
+        "ground": ["--source", source],
+        "selfcheck": ["--samples", samples],
+        "verify": ["--source", source],
+    }[command]
+    body = assert_clear_error(invoke(command, answer, *extra), codes=(1, 2))
+    assert "GROUNDWATCH_MAX_TRANSCRIPT_CHARS" in json.dumps(body)
