@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 import sys
@@ -37,6 +38,19 @@ for _name in _COMMAND_MODULES:
     importlib.import_module(f"core.cli.{_name}").register(app)
 
 
+def _usage_errors() -> tuple[type[Exception], ...]:
+    """The usage-error classes a command can raise: Click's, and those of the copy of Click
+    that newer Typer releases ship."""
+    import click
+
+    found: list[type[Exception]] = [click.UsageError]
+    try:
+        from typer._click.exceptions import UsageError
+    except ImportError:  # a Typer that uses the installed Click
+        return tuple(found)
+    return (*found, UsageError)
+
+
 def main() -> None:
     """Entry point of the console script: one clear line for configuration errors."""
     logging.basicConfig(
@@ -45,17 +59,29 @@ def main() -> None:
     try:
         if os.environ.get("GROUNDWATCH_LOG_LEVEL"):  # the command line is quiet unless asked
             logging.getLogger().setLevel(get_settings().log_level)
-        app()
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        raise SystemExit(1) from None
     except SettingsError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(1) from None
     except Exception as exc:  # never a traceback: its messages can quote record text
+        if isinstance(exc, _usage_errors()):  # a wrong option or argument: exit 1, as documented
+            if "--json" in sys.argv[1:]:
+                message = exc.format_message()  # type: ignore[attr-defined]
+                typer.echo(json.dumps({"error": "usage", "message": message}))
+            else:
+                exc.show()  # type: ignore[attr-defined]
+            raise SystemExit(1) from None
         from core.incidents import log_unhandled
 
-        code = log_unhandled(exc, surface="command line")
+        incident = log_unhandled(exc, surface="command line")
         typer.echo(
-            f"error: unexpected {type(exc).__name__} (incident {code}); the log line with this "
+            f"error: unexpected {type(exc).__name__} (incident {incident}); the log line with this "
             "code says where it happened, without record text",
             err=True,
         )
         raise SystemExit(1) from None
+    if isinstance(code, int) and code:
+        raise SystemExit(code)

@@ -253,7 +253,7 @@ def test_log_level_setting_is_applied_by_the_command_line(
     import core.cli as cli
 
     seen: list[int] = []
-    monkeypatch.setattr(cli, "app", lambda: seen.append(logging.getLogger().level))
+    monkeypatch.setattr(cli, "app", lambda **_: seen.append(logging.getLogger().level))
     monkeypatch.setenv("GROUNDWATCH_LOG_LEVEL", "DEBUG")
     reset_settings_cache()
     before = logging.getLogger().level
@@ -267,3 +267,23 @@ def test_log_level_setting_is_applied_by_the_command_line(
     with pytest.raises(SystemExit) as exit_:
         cli.main()
     assert exit_.value.code == 1  # a bad value is named and refused, not ignored
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_usage_errors_exit_1_as_documented_and_honour_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    import core.cli as cli
+
+    argv = ["groundwatch", "purge", "--older-than", "0", *(["--json"] if as_json else [])]
+    monkeypatch.setattr("sys.argv", argv)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main()
+    assert exit_.value.code == 1
+    out, err = capsys.readouterr()
+    if as_json:
+        body = json.loads(out)
+        assert body["error"] == "usage"
+        assert "--older-than" in body["message"]
+    else:
+        assert "--older-than" in err

@@ -129,7 +129,7 @@ def test_the_command_line_reports_an_unexpected_error_without_its_message(
 ) -> None:
     import core.cli as cli
 
-    def boom() -> None:
+    def boom(**_: object) -> None:
         raise RuntimeError(f"INSERT ... [parameters: ('{SENTINEL} transcript',)]")
 
     monkeypatch.setattr(cli, "app", boom)
