@@ -86,12 +86,16 @@ def _log_key(key: str) -> str:
 class EvidenceSchemaError(ValueError):
     """Evidence JSON does not match ``{key: [str, ...]}``; ``violations`` maps key -> reason.
 
-    Reasons name types, element indexes and lengths, never the offending text.
+    Reasons name types, element indexes and lengths, never the offending text; a key that
+    is not schema-like (free text, which may hold anything) is named by a hash of it.
     """
 
     def __init__(self, message: str, violations: dict[str, str]) -> None:
         super().__init__(message)
-        self.violations = dict(violations)
+        self.violations = {
+            k if k == "__root__" or k.startswith("<key #") else _log_key(k): v
+            for k, v in violations.items()
+        }
 
 
 @dataclass(frozen=True, slots=True)

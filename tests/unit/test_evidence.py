@@ -413,3 +413,14 @@ def test_a_lone_surrogate_in_a_transcript_is_text_not_a_crash() -> None:
     assert norm.text == "she \ud800 sleeps badly"
     result = EvidenceGrounder().check({"k": ["sleeps badly"]}, norm)
     assert result.stats.validated_count == 1
+
+
+def test_a_free_text_key_is_named_by_its_hash_in_errors() -> None:
+    from core.evidence import EvidenceSchemaError, validate_evidence_schema
+
+    secret = "Patient Jane Roe said her husband hits her"
+    with pytest.raises(EvidenceSchemaError) as info:
+        validate_evidence_schema({secret: 5, "PHQ8_Sleep": 3}, keys=None)
+    assert secret not in json.dumps(info.value.violations)
+    assert "PHQ8_Sleep" in info.value.violations
+    assert any(k.startswith("key#") for k in info.value.violations)
