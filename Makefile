@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cu
 PORT ?= 8501
 export GROUNDWATCH_DATABASE_URL ?= sqlite:///groundwatch.db
 
-.PHONY: help install run test lint typecheck unit bench demo clean
+.PHONY: help install run test prerequisites lint typecheck unit bench demo clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -38,8 +38,11 @@ lint: $(STAMP) ## ruff (lint + format check) and mypy
 typecheck: $(STAMP) ## mypy only
 	$(BIN)/mypy
 
-test: lint ## Lint, type-check and run the whole test suite (PostgreSQL, model, LLM, browser)
-	$(BIN)/python -m pytest -q
+prerequisites: ## Install (Debian, as root) or name what the tests need: Chromium, docker-compose, PostgreSQL
+	scripts/test-prerequisites
+
+test: lint prerequisites ## Lint, type-check and run the whole test suite (PostgreSQL, model, LLM, browser)
+	GROUNDWATCH_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest -q
 
 unit: $(STAMP) ## Fast unit tests only
 	$(BIN)/python -m pytest -q tests/unit
