@@ -147,7 +147,12 @@ def selfcheck_rows(w: _Work, conv_id: str, *, keep_text: bool) -> list[m.SelfChe
             )
         ]
     scores = [
-        {"index": s.index, "text": s.text if keep_text else None, "score": s.score}
+        {
+            "index": s.index,
+            "text": s.text if keep_text else None,
+            "score": s.score,
+            "rank": s.rank,
+        }
         for s in res.sentences
     ]
     return [

@@ -600,6 +600,7 @@ def _sentences(value: Any) -> list[dict[str, Any]]:
                     "index": item.get("index", i),
                     "text": item.get("text"),
                     "score": item.get("score"),
+                    "rank": item.get("rank"),
                 }
             )
         elif isinstance(item, int | float):

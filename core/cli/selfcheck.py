@@ -130,10 +130,11 @@ def _human(result: Any) -> str:
         f"method: {result.method}  samples: {result.sample_count}",
         f"risk: {result.risk_score:.3f} ({result.risk_level})  passage score: "
         f"{result.passage_score:.3f}",
-        "sentence scores (higher = more likely hallucinated):",
+        "sentence scores (higher = more likely hallucinated; rank 1 = check first):",
     ]
     for s in result.sentences:
-        lines.append(f"  [{s.index}] {s.score:8.3f}  {s.text}")
+        rank = f"#{s.rank}" if s.rank is not None else "  "
+        lines.append(f"  [{s.index}] {s.score:8.3f} {rank:>4}  {s.text}")
     return "\n".join(lines)
 
 

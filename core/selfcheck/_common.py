@@ -61,9 +61,14 @@ class SentenceScore:
     text: str
     score: float | None
     details: tuple[tuple[str, float], ...] = ()
+    # 1 = the sentence to check first; sentences with the same score are ordered by the
+    # method's secondary key (the n-gram model's mean surprisal), then by position
+    rank: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"index": self.index, "text": self.text, "score": self.score}
+        if self.rank is not None:
+            out["rank"] = self.rank
         if self.details:
             out["details"] = dict(self.details)
         return out
@@ -138,8 +143,15 @@ def build_result(
     variant: str | None = None,
     model: str | None = None,
     extra: dict[str, Any] | None = None,
+    tie_break: Sequence[float] | None = None,
 ) -> SelfCheckResult:
-    """An ``ok`` result from per-sentence scores (passage score = their mean)."""
+    """An ``ok`` result from per-sentence scores (passage score = their mean). Each sentence
+    gets its ``rank`` by score, ties broken by ``tie_break`` (higher first), then position."""
+    secondary = [_clean(v) for v in tie_break] if tie_break is not None else [0.0] * len(scores)
+    order = sorted(
+        range(len(scores)), key=lambda i: (-round(_clean(scores[i]), 6), -secondary[i], i)
+    )
+    ranks = {i: r for r, i in enumerate(order, start=1)}
     rows = tuple(
         SentenceScore(
             index=i,
@@ -148,6 +160,7 @@ def build_result(
             details=tuple(
                 (k, round(_clean(v), 6)) for k, v in (details[i] if details else {}).items()
             ),
+            rank=ranks[i],
         )
         for i, (text, score) in enumerate(zip(sentences, scores, strict=True))
     )

@@ -111,4 +111,7 @@ class SelfCheckNgram:
             sample_count=len(samples),
             details=details,
             variant=self.aggregate,
+            # max surprisal ties whenever two sentences each hold one word the samples never
+            # use; the sentence whose words are rarer on the whole is the one to check first
+            tie_break=[d["mean"] for d in details] if self.aggregate == "max" else None,
         )

@@ -368,3 +368,25 @@ def test_no_patient_text_in_logs(caplog: pytest.LogCaptureFixture) -> None:
     SemanticEntropy(client=ScriptedClient(error=LLMUnavailableError("down"))).predict(samples * 2)
     assert SECRET.lower() not in caplog.text.lower()
     assert "warfarin" not in caplog.text
+
+
+def test_ngram_max_ties_are_ranked_by_mean_surprisal() -> None:
+    """Two sentences each holding one word the samples never use tie on the published
+    max score; the one whose words are rarer on the whole (the samples disagree with more of
+    it) is ranked first, and the reported scores stay the published ones."""
+    from core.selfcheck import SelfCheckNgram
+
+    sentences = [
+        "He takes metformin every day.",  # one word the samples never use
+        "She was born in Paris to a sailor.",  # every content word unsupported
+    ]
+    samples = [
+        "He takes aspirin every day. She was born in London.",
+        "He takes aspirin every day. She was born in Leeds.",
+    ]
+    result = SelfCheckNgram(aggregate="max").predict(sentences, samples)
+    first, second = result.sentences
+    assert first.score == second.score  # the published max score ties
+    assert dict(second.details)["mean"] > dict(first.details)["mean"]
+    assert (second.rank, first.rank) == (1, 2)
+    assert result.sentences[0].to_dict()["rank"] == 2
