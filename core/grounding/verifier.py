@@ -783,10 +783,15 @@ class GroundingVerifier:
         else:
             judges.append(("llm_judge", self.llm))
         if not judges:
-            checks["inference"] = unavailable(
-                "no NLI model configured and no LLM judge (GROUNDWATCH_NLI_MODEL, "
-                "GROUNDWATCH_LLM_BASE_URL)"
-            )
+            learned = checks.get("learned")
+            if learned is not None and learned.status in ("ok", "skipped"):
+                checks["inference"] = learned  # the learned verifier is the inference tier
+            else:
+                checks["inference"] = unavailable(
+                    "no learned verifier, no NLI model and no LLM judge "
+                    "(GROUNDWATCH_LEARNED_VERIFIER, GROUNDWATCH_NLI_MODEL, "
+                    "GROUNDWATCH_LLM_BASE_URL)"
+                )
             return
         if not pending:
             for name, _ in judges:
@@ -892,6 +897,19 @@ COMBINED_SIGNALS = (
     "rules_grounded",
     "rules_contradicted",
 )
+# The direction each signal may move the probability of support (+1 up, -1 down): the fit is
+# held to them, so that no artefact of the development data (generated hallucinations change
+# one word; real notes paraphrase freely) can teach that more unsaid words, or a conflicting
+# dose, make a statement more likely true.
+SIGNAL_SIGNS = {
+    "model": 1,
+    "new_words": -1,
+    "new_words_source": -1,
+    "conflict": -1,
+    "missing": -1,
+    "rules_grounded": 1,
+    "rules_contradicted": -1,
+}
 
 
 def combine(signals: dict[str, float], params: dict[str, Any] | None) -> tuple[float, bool]:
@@ -1022,7 +1040,8 @@ def _assemble(
     if unsupported:
         notes.append(f"{len(unsupported)} of {total} statements are unsupported by the sources")
     for r in contradicted:
-        notes.append(f"statement {r.index} contradicts source {r.source_chunk_id}: {r.reason}")
+        # numbered from 1, as every table shows statements (the JSON ``index`` is 0-based)
+        notes.append(f"statement #{r.index + 1} contradicts source {r.source_chunk_id}: {r.reason}")
     for name in ("semantic", "inference"):
         check = checks.get(name)
         if check is not None and check.status in ("unavailable", "failed"):

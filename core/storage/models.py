@@ -134,7 +134,8 @@ class Conversation(SQLModel, table=True):
     execution_time_ms: int | None = None
     feature_flags: Any = Field(default=None, sa_column=Column(JSONType))
     check_status: Any = Field(default=None, sa_column=Column(JSONType))
-    warnings: Any = Field(default=None, sa_column=Column(JSONType))
+    # the checks' warnings name what differs ("dose differs: 20 mg vs 10 mg"): patient text
+    warnings: Any = Field(default=None, sa_column=_patient_text(JSONType, owners=("id",)))
     content_hash: str = Field(sa_column=Column(String(64), nullable=False))
     text_purged_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     created_at: datetime = _ts()

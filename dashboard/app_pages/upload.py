@@ -20,9 +20,25 @@ st.caption(
 cfg = data.settings()
 limits = {"max_bytes": cfg.max_input_bytes}
 
+
+def _load_example() -> None:
+    """Fill the page with the worked example (a visit and a note with planted errors)."""
+    from dashboard.example import NOTE, VISIT
+
+    st.session_state["upload_transcript_text"] = VISIT
+    st.session_state["upload_answer_text"] = NOTE
+
+
+st.button(
+    "Try the worked example",
+    key="upload_example",
+    on_click=_load_example,
+    help="A short visit and a note written from it with five planted errors (no real patient).",
+)
 t_file = st.file_uploader(
     "Transcript (.txt or .json)", type=["txt", "json"], key="upload_transcript"
 )
+t_text = st.text_area("…or paste the transcript", key="upload_transcript_text", height=120)
 c1, c2 = st.columns(2)
 e_file = c1.file_uploader(
     "Evidence quotes (.json: {key: [quote, …]})", type=["json"], key="upload_evidence"
@@ -51,11 +67,18 @@ with st.expander("Options"):
 
 errors: list[str] = []
 transcript = evidence = answer = None
-if t_file is not None:
-    try:
-        transcript = read_transcript(
-            t_file.name, t_file.getvalue(), max_chars=cfg.max_transcript_chars, **limits
+if t_file is not None or t_text.strip():
+    # a pasted transcript is read exactly as an uploaded .txt file (same checks and limits)
+    name, raw = (
+        (t_file.name, t_file.getvalue())
+        if t_file is not None
+        else (
+            "pasted transcript",
+            t_text.encode("utf-8", "surrogatepass"),
         )
+    )
+    try:
+        transcript = read_transcript(name, raw, max_chars=cfg.max_transcript_chars, **limits)
     except UploadError as exc:
         errors.append(str(exc))
 if e_file is not None:
@@ -76,7 +99,7 @@ for message in errors:
     st.error(message)
 if transcript is None:
     if not errors:
-        st.info("Upload a transcript to begin.")
+        st.info("Upload or paste a transcript to begin, or try the worked example.")
     st.stop()
 if evidence is None and answer is None:
     st.info("Add evidence quotes or an answer to check against the transcript.")

@@ -310,3 +310,34 @@ def test_patients_page_obeys_date_filter(seeded_db, use_db):
     full = int(metric(open_page("patients"), "Answers in range"))
     at = open_page("patients", dates=(END - timedelta(days=2), END))
     assert 0 < int(metric(at, "Answers in range")) < full
+
+
+def test_upload_a_pasted_transcript_is_read_like_a_file(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("upload")
+    at.toggle(key="upload_semantic").set_value(False)
+    at.text_area(key="upload_transcript_text").input(TRANSCRIPT)
+    at.text_area(key="upload_answer_text").input("Still on the lisinopril 10 mg?")
+    at.run()
+    no_errors(at)
+    assert "Answer grounding" in [s.value for s in at.subheader]
+    assert 'class="gw-grounded"' in html_text(at)
+    # the same checks as a file: a NUL character is refused, naming the pasted transcript
+    at.text_area(key="upload_transcript_text").input(TRANSCRIPT + "\x00").run()
+    assert any("pasted transcript: contains a NUL" in e.value for e in at.error)
+
+
+def test_upload_warnings_number_statements_as_the_table_does(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("upload")
+    at.toggle(key="upload_semantic").set_value(False)
+    at.text_area(key="upload_transcript_text").input(TRANSCRIPT)
+    at.text_area(key="upload_answer_text").input(
+        "He denies chest pain. He is on lisinopril 20 mg every morning."
+    )
+    at.run()
+    no_errors(at)
+    table = at.dataframe[-1].value
+    flagged = table[table["status"] == "contradicted"]["#"].tolist()
+    assert flagged == [2]
+    assert any("statement #2 contradicts" in w.value for w in at.warning)

@@ -293,7 +293,6 @@ NOT_PATIENT_TEXT = {
         "risk_level",
         "feature_flags",
         "check_status",  # statuses and their reasons, written without record text
-        "warnings",
         "content_hash",
     },
     "claim_audit": {"conversation_id", "claim_id", "evidence_ids", "flag_reason", "gap_type"},
