@@ -25,6 +25,8 @@ import numpy as np
 from _common import base_parser, print_table, require_data
 from verifier_data import benchmark_items
 
+from core.grounding.verifier import SIGNAL_SIGNS as SIGNS
+
 
 def dev_cases(data: Path, seed: int) -> list[tuple[str, list[Any], list[tuple[str, int, str]]]]:
     """(group, sources, [(statement, label, kind)]) for every dev encounter and item."""
@@ -106,25 +108,47 @@ def matrix(rows: list[dict[str, Any]]) -> np.ndarray:
     return np.array(out, dtype=np.float64)
 
 
+def signed_logistic(
+    x: np.ndarray, y: np.ndarray, weights: np.ndarray, signs: Sequence[int], *, c: float = 1.0
+) -> tuple[np.ndarray, float]:
+    """Weighted L2-regularised logistic regression (as scikit-learn's with ``C=c``) whose
+    coefficients keep the given signs (+1: >= 0, -1: <= 0): L-BFGS-B with bounds."""
+    from scipy.optimize import minimize
+
+    n_features = x.shape[1]
+
+    def loss(params: np.ndarray) -> tuple[float, np.ndarray]:
+        w, b = params[:n_features], params[n_features]
+        z = x @ w + b
+        p = 1.0 / (1.0 + np.exp(-z))
+        # log(1 + e^z) - y z, stable for large |z|
+        value = float(np.sum(weights * (np.logaddexp(0.0, z) - y * z)))
+        value += 0.5 / c * float(w @ w)
+        r = weights * (p - y)
+        grad = np.concatenate([x.T @ r + w / c, [r.sum()]])
+        return value, grad
+
+    bounds = [(0.0, None) if s > 0 else (None, 0.0) for s in signs] + [(None, None)]
+    found = minimize(loss, np.zeros(n_features + 1), jac=True, method="L-BFGS-B", bounds=bounds)
+    return found.x[:n_features], float(found.x[n_features])
+
+
 def fit(
     rows: list[dict[str, Any]], families: Sequence[str], *, max_false_alarms: float
 ) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
     """The combination fitted on ``rows`` (from :func:`collect`), the threshold sweep, and
     the dev F1 at the chosen threshold."""
-    from sklearn.linear_model import LogisticRegression
-
     from core.grounding.verifier import COMBINED_SIGNALS, combine
 
     learned = [r for r in rows if r["signals"] is not None]
     x = matrix(learned)
     y = np.array([1 - r["label"] for r in learned])  # 1 = supported
     weights = np.array([0.5 if r["group"] == "medhallu" else 1.0 for r in learned])
-    fit = LogisticRegression(C=1.0, max_iter=1000)
-    fit.fit(x, y, sample_weight=weights)
+    coef, intercept = signed_logistic(x, y, weights, [SIGNS[n] for n in COMBINED_SIGNALS])
     params: dict[str, Any] = {
         "features": list(COMBINED_SIGNALS),
-        "coef": [round(float(c), 6) for c in fit.coef_[0]],
-        "intercept": round(float(fit.intercept_[0]), 6),
+        "coef": [round(float(c), 6) for c in coef],
+        "intercept": round(float(intercept), 6),
         "threshold": 0.5,
         "fact_families": list(families),
     }
