@@ -3,9 +3,12 @@
 Every patient, visit note, transcript and answer here is invented from small templates. About
 a third of the answers carry one planted hallucination of a kind the detectors catch: an
 invented drug, a wrong dose, a negation flip, a laterality swap, a discontinued drug listed as
-current, a chronic diagnosis denied, a vanished allergy. Some flagged statements get a
-reviewer's verdict (confirmed when the statement is the planted one, else a false alarm), so
-the calibration page has labels. Everything is drawn from ``random.Random(seed)``: the same
+current, a chronic diagnosis denied, a vanished allergy. Some answers also say something true
+in words of their own ("the patient has not missed a dose of metformin"), which a verifier
+may flag: a false alarm. Some flagged statements get a reviewer's verdict (confirmed when the
+statement is the planted one, else a false alarm), and about a quarter of those a second
+reviewer's, who disagrees now and then (as two clinicians do), so the calibration page has
+labels of every kind. Everything is drawn from ``random.Random(seed)``: the same
 arguments give the same data.
 """
 
@@ -91,6 +94,9 @@ class DemoReview:
     reviewer: str
     unsure: bool = False
     note: str | None = None
+    # a second reviewer of the same statements, who disagrees with the first this often
+    second: str | None = None
+    disagree: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +182,20 @@ def _true_sentences(p: _Patient, day: int, rng: random.Random) -> list[str]:
     return out[: rng.randint(3, min(6, len(out)))]
 
 
+def _true_in_other_words(p: _Patient, rng: random.Random) -> str:
+    """A statement the sources bear out, said in words they do not use."""
+    drug = _CONDITIONS[p.conditions[0]][0]
+    return rng.choice(
+        (
+            f"The patient has not missed a dose of {drug}.",
+            f"The {p.joint} on the {p.side} side still aches in the mornings.",
+            f"{p.allergy[0].capitalize()} gives the patient {p.allergy[1]}.",
+            f"The patient is {p.age} years old.",
+            f"Apart from the {p.joint}, the patient says things have been mostly fine.",
+        )
+    )
+
+
 def _planted(p: _Patient, kind: str, day: int, rng: random.Random) -> str | None:
     if kind == "invented_drug":
         drug, how = rng.choice(_INVENTED)
@@ -242,6 +262,8 @@ def generate_demo(
         bad = _planted(p, kind, day, rng) if kind else None
         if bad is not None:
             sentences.insert(rng.randint(1, len(sentences)), bad)
+        if rng.random() < 0.3:
+            sentences.insert(rng.randint(0, len(sentences)), _true_in_other_words(p, rng))
         answer = " ".join(sentences)
         if bad is not None:
             pos = answer.index(bad)
@@ -258,13 +280,16 @@ def generate_demo(
         )
         records.append(record)
         if rng.random() < 0.35:
+            first, second = rng.sample(REVIEWERS, 2)
             reviews.append(
                 DemoReview(
                     record_id=record.id,
                     planted=planted_span,
-                    reviewer=rng.choice(REVIEWERS),
+                    reviewer=first,
                     unsure=rng.random() < 0.08,
                     note=f"demo: {kind}" if kind and bad else None,
+                    second=second if rng.random() < 0.25 else None,
+                    disagree=0.15,
                 )
             )
     records.sort(key=lambda r: r.when)
@@ -323,6 +348,23 @@ def run_demo(
                     note=rv.note if inside else None,
                 )
                 verdicts[verdict] += 1
+                if rv.second is None:
+                    continue
+                # the second reader: seeded by the record and statement, so reruns agree
+                flip = random.Random(f"{rv.record_id}:{sc.statement_index}").random()
+                other: repo.Verdict = verdict
+                if flip < rv.disagree:
+                    other = {"confirmed": "false_alarm", "false_alarm": "confirmed"}.get(
+                        verdict, "confirmed"
+                    )  # type: ignore[assignment]
+                repo.create_review(
+                    session=session,
+                    statement_check_id=int(sc.id or 0),
+                    reviewer=rv.second,
+                    verdict=other,
+                    note=None,
+                )
+                verdicts[other] += 1
     summary = {
         "records": len(reports),
         "imported": sum(r.store_status == "imported" for r in reports),

@@ -51,3 +51,15 @@ def test_every_hallucination_kind_is_planted():
 def test_bad_sizes_are_refused():
     with pytest.raises(ValueError, match="at least 1"):
         generate_demo(patients=0, answers=10, days=10, seed=1)
+
+
+def test_second_readers_and_true_statements_in_other_words_are_planted():
+    records, reviews = generate_demo(patients=30, answers=600, days=90, seed=7, end=END)
+    seconds = [rv for rv in reviews if rv.second is not None]
+    assert 0.15 < len(seconds) / len(reviews) < 0.35
+    assert all(rv.second != rv.reviewer for rv in seconds)
+    assert all(0 < rv.disagree < 0.5 for rv in seconds)
+    reworded = [
+        r for r in records if "has not missed a dose" in r.answer or "years old" in r.answer
+    ]
+    assert len(reworded) > 30
