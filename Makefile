@@ -28,6 +28,7 @@ install: $(STAMP) ## Create .venv and install Groundwatch with its dev tools (on
 run: $(STAMP) ## Migrate the database, load demo data if empty, serve the dashboard
 	$(BIN)/groundwatch init-db
 	$(BIN)/groundwatch demo --if-empty
+	-$(BIN)/groundwatch doctor
 	$(BIN)/groundwatch serve --port $(PORT)
 
 lint: $(STAMP) ## ruff (lint + format check) and mypy

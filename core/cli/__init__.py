@@ -32,6 +32,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "llm",
     "users",
     "purge",
+    "doctor",
 )
 
 for _name in _COMMAND_MODULES:
