@@ -125,13 +125,15 @@ def legend(kinds: Sequence[str]) -> str:
     return " ".join(badge(k, k) for k in kinds)
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")
+# What Streamlit Markdown interprets inside a line: emphasis, code, links and images,
+# HTML, headings, tables, strikethrough, maths, emoji and colour directives.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]{}()<>#!|~:$])")
 
 
 def md_text(value: object) -> str:
     """A record field (id, source id, model name, reason) as literal text inside Streamlit
-    Markdown (titles, captions, button labels): every ASCII punctuation character is
-    backslash-escaped, so ``**x**``, links, images (which the browser would fetch) and
+    Markdown (titles, captions, button labels): every character Markdown interprets inside a
+    line is backslash-escaped, so ``**x**``, links, images (which the browser would fetch) and
     ``:red[...]`` directives are shown, never interpreted. Newlines become spaces."""
     text = " ".join(str(value if value is not None else "").split())
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)

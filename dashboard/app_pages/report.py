@@ -57,8 +57,13 @@ elif picked:
 
 cid = st.session_state.get("report_conversation") or ""
 if not cid:
-    st.info("Choose an answer above, or open one from the review queue or the patients page.")
-    st.stop()
+    # nothing chosen yet: open on the most recent flagged answer within the filters
+    newest = next((r for r in recent if r["flagged"]), None)
+    if newest is None:
+        st.info("Choose an answer above, or open one from the review queue or the patients page.")
+        st.stop()
+    cid = newest["id"]
+    st.caption("Showing the most recent flagged answer; choose another above.")
 conv = data.conversation(cid)
 if conv is None:
     st.error("No answer with this id.")

@@ -341,3 +341,21 @@ def test_upload_warnings_number_statements_as_the_table_does(seeded_db, use_db):
     flagged = table[table["status"] == "contradicted"]["#"].tolist()
     assert flagged == [2]
     assert any("statement #2 contradicts" in w.value for w in at.warning)
+
+
+def test_report_opens_on_the_most_recent_flagged_answer(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("report")
+    no_errors(at)
+    assert any("most recent flagged answer" in c.value for c in at.caption)
+    heading = at.subheader[0].value
+    assert heading.startswith("Answer ")
+    shown = heading.removeprefix("Answer ")
+    with read_session(get_engine(seeded_db.url)) as s:
+        rows = s.execute(
+            select(m.Conversation.external_id, m.Conversation.query_timestamp).where(
+                m.Conversation.is_flagged
+            )
+        ).all()
+    newest = max(t for _, t in rows)
+    assert {e for e, t in rows if t == newest} >= {shown}
