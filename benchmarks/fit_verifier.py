@@ -7,7 +7,8 @@ regression over them, fitted here on dev rows only (ACI-Bench ``valid.csv``, the
 dev encounters of :func:`core.grounding.splits.split_of`, MedHallu rows 5-6), gives each
 statement its calibrated probability of support. The threshold is the one with the best F1
 whose false alarms on real reference sentences of the dev visits stay within
-``--max-false-alarms``. Everything is written into ``core/data/verifier/verifier.json``.
+``--max-false-alarms`` (10 %, the ceiling the benchmarks hold the verifier to). Everything is
+written into ``core/data/verifier/verifier.json``.
 
     python benchmarks/fit_verifier.py --data ../shared/data [--families numbers,negation,...]
 """
@@ -180,7 +181,7 @@ def fit(
 
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument("--max-false-alarms", type=float, default=0.08)
+    parser.add_argument("--max-false-alarms", type=float, default=0.10)
     parser.add_argument("--families", default=None, help="fact-check families kept (default all)")
     parser.add_argument("--dry-run", action="store_true", help="print, do not write")
     args = parser.parse_args()

@@ -585,7 +585,15 @@ class GroundingVerifier:
                 "model": float(probs[row]),
                 "new_words": novelty(texts[row], [evidence[row]]),
                 "new_words_source": novelty(texts[row], source),
-                "conflict": float(check is not None and check.status == "conflict"),
+                # a conflict per family of fact checks: the fit weighs each by how often it
+                # is right on development data (a dose conflict is rarely wrong; negation
+                # read from a paraphrase more often is)
+                **{
+                    f"conflict_{family}": float(
+                        check is not None and check.status == "conflict" and check.family == family
+                    )
+                    for family in FAMILIES
+                },
                 "missing": float(check is not None and check.status == "missing"),
                 "rules_grounded": float(rules is not None and rules.status == "grounded"),
                 "rules_contradicted": float(rules is not None and rules.status == "contradicted"),
@@ -892,7 +900,7 @@ COMBINED_SIGNALS = (
     "model",
     "new_words",
     "new_words_source",
-    "conflict",
+    *(f"conflict_{family}" for family in FAMILIES),
     "missing",
     "rules_grounded",
     "rules_contradicted",
@@ -905,7 +913,7 @@ SIGNAL_SIGNS = {
     "model": 1,
     "new_words": -1,
     "new_words_source": -1,
-    "conflict": -1,
+    **{f"conflict_{family}": -1 for family in FAMILIES},
     "missing": -1,
     "rules_grounded": 1,
     "rules_contradicted": -1,

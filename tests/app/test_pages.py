@@ -359,3 +359,24 @@ def test_report_opens_on_the_most_recent_flagged_answer(seeded_db, use_db):
         ).all()
     newest = max(t for _, t in rows)
     assert {e for e, t in rows if t == newest} >= {shown}
+
+
+@pytest.mark.model
+def test_upload_worked_example_flags_the_planted_errors(seeded_db, use_db):
+    """One click fills the page with a visit and a note with five planted errors; the shipped
+    verifier flags the changed side, the asserted denied symptom, the changed dose and the
+    invented order. The changed smoking history is a known miss (its statement is grounded)."""
+    from dashboard.example import NOTE, PLANTED, VISIT
+
+    use_db(seeded_db)
+    at = open_page("upload")
+    at.button(key="upload_example").click().run()
+    no_errors(at)
+    assert at.text_area(key="upload_transcript_text").value == VISIT
+    assert at.text_area(key="upload_answer_text").value == NOTE
+    table = at.dataframe[-1].value
+    flagged = " ".join(table[table["status"] != "grounded"]["statement"])
+    caught = [p for p in PLANTED if p in flagged]
+    assert caught == ["right ankle", "reports chest pain", "20 mg", "MRI"]
+    smoker = table[table["statement"].str.contains("current smoker")]
+    assert smoker["status"].tolist() == ["grounded"]  # the known miss, kept visible

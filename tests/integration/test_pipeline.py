@@ -117,8 +117,10 @@ def test_report_metrics_statuses_and_storage(pipeline: QualityPipeline, engine: 
     assert bad.metrics.hallucination_risk > good.metrics.hallucination_risk
     assert bad.metrics.overall_quality < good.metrics.overall_quality
     assert good.checks["grounding"].status == "ok"
-    assert good.checks["grounding.inference"].status == "unavailable"
-    assert "GROUNDWATCH_NLI_MODEL" in (good.checks["grounding.inference"].reason or "")
+    # the shipped learned verifier is the inference tier: never unavailable on a fresh install
+    assert good.checks["grounding.inference"].status in ("ok", "skipped")
+    assert good.checks["grounding.nli"].status == "unavailable"
+    assert "GROUNDWATCH_NLI_MODEL" in (good.checks["grounding.nli"].reason or "")
     assert good.checks["selfcheck"].status == "skipped"
     assert bad.checks["selfcheck"].status == "ok"
     assert bad.selfcheck.sample_count == 2
@@ -131,7 +133,8 @@ def test_report_metrics_statuses_and_storage(pipeline: QualityPipeline, engine: 
     assert detail is not None
     c = detail.conversation
     assert c.grounding_score == pytest.approx(bad.metrics.grounding_score)
-    assert c.check_status["grounding.inference"]["status"] == "unavailable"
+    assert c.check_status["grounding.inference"]["status"] == "ok"
+    assert c.check_status["grounding.learned"]["status"] == "ok"
     assert c.feature_flags["hallucination_detection"] is False
     assert len(detail.statements) == len(bad.grounding.statements)
     assert detail.selfcheck
