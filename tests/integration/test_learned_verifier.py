@@ -1,0 +1,138 @@
+"""The shipped learned verifier, loaded from the package, on hand-written clinical cases."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from core.grounding import GroundingVerifier, SourceChunk
+from core.grounding.splits import ACI_TEST, MTS_TEST, split_of
+
+pytestmark = pytest.mark.model
+
+VISIT = (
+    "Doctor: What brings you in today?\n"
+    "Patient: My right knee has been swollen and sore for about two weeks, since I fell "
+    "off a ladder.\n"
+    "Doctor: Are you taking anything for it?\n"
+    "Patient: Ibuprofen, four hundred milligrams, twice a day.\n"
+    "Doctor: Any fever or chills?\n"
+    "Patient: No, none.\n"
+    "Doctor: Do you smoke?\n"
+    "Patient: I quit about ten years ago.\n"
+    "Doctor: On exam there is swelling of the right knee with mild tenderness. Let's get an "
+    "X-ray of the right knee and see you back in two weeks.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def verifier() -> GroundingVerifier:
+    from core.backends.embedder import get_embedder
+    from core.grounding.learned import get_support_model
+
+    return GroundingVerifier(embedder=get_embedder(), learned=get_support_model())
+
+
+# Known misses of the shipped model, kept as strict expected failures so that they are seen
+# (and a model that fixes them must say so here): the generated training negatives taught
+# surface cues. "... was ordered" is mostly an invented order there, and a question answered
+# "No, none." is not read as a denial of what was asked.
+KNOWN_MISS = pytest.mark.xfail(strict=True, reason="known miss of the shipped model")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "The patient reports swelling of the right knee for two weeks after a fall.",
+        "She takes ibuprofen 400 mg twice daily.",
+        "He denies fever or chills.",
+        pytest.param("An X-ray of the right knee was ordered.", marks=KNOWN_MISS),
+    ],
+)
+def test_supported_statements_are_grounded(verifier: GroundingVerifier, statement: str) -> None:
+    (result,) = verifier.verify_statements([statement], [SourceChunk("visit", VISIT, "transcript")])
+    assert result.status == "grounded", (result.reason, result.signals)
+    assert result.support is not None
+    assert result.support >= verifier.combination["threshold"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("statement", "word"),
+    [
+        ("An MRI of the right knee was ordered.", "MRI"),  # invented order
+        ("She takes ibuprofen 800 mg twice daily.", "800"),  # wrong dose
+        pytest.param("He reports fever and chills.", None, marks=KNOWN_MISS),  # negation
+        ("The patient reports swelling of the left knee for two weeks.", "left"),  # wrong side
+        pytest.param("He currently smokes a pack a day.", None, marks=KNOWN_MISS),  # social
+        ("She was referred to cardiology.", "cardiology"),  # invented referral
+        pytest.param(  # invented duration
+            "He has been taking ibuprofen for two years.", None, marks=KNOWN_MISS
+        ),
+    ],
+)
+def test_hallucinations_are_flagged(
+    verifier: GroundingVerifier, statement: str, word: str | None
+) -> None:
+    (result,) = verifier.verify_statements([statement], [SourceChunk("visit", VISIT, "transcript")])
+    assert result.status in ("unsupported", "contradicted"), result.signals
+    if word is not None:  # the word a reviewer should check is marked
+        marked = [statement[a:b] for a, b in result.unsupported_words]
+        assert any(word in m for m in marked), marked
+
+
+def test_learned_tier_reports_ok_and_support_score(verifier: GroundingVerifier) -> None:
+    result = verifier.verify(
+        "The right knee is swollen. An MRI was ordered.",
+        [SourceChunk("visit", VISIT, "transcript")],
+    )
+    assert result.checks["learned"].status == "ok"
+    assert result.checks["inference"].status == "ok"  # the learned verifier is that tier
+    assert [s.status for s in result.statements][0] == "grounded"
+    assert result.statements[1].status != "grounded"
+    assert result.support_score == pytest.approx(
+        min(s.support for s in result.statements if s.support is not None)
+    )
+    payload = result.to_dict()
+    assert payload["statements"][1]["unsupported_words"][0]["text"] == "MRI"
+
+
+def test_model_loads_within_its_budget() -> None:
+    from core.grounding.learned import SupportModel
+
+    started = time.perf_counter()
+    model = SupportModel()
+    elapsed = time.perf_counter() - started
+    assert model.predict([("The knee is swollen.", "Patient: my knee is swollen.")])[0] > 0.5
+    # not a speed target (benchmarks measure those): a load that takes a minute is a bug
+    assert elapsed < 60
+
+
+def test_weights_ship_as_half_precision_safetensors_under_50_mb() -> None:
+    from core.grounding.learned import MODEL_DIR, WEIGHTS, shipped_settings
+
+    path = MODEL_DIR / WEIGHTS
+    assert path.stat().st_size < 50_000_000
+    with path.open("rb") as fh:  # safetensors: an 8-byte header length, then JSON
+        header_len = int.from_bytes(fh.read(8), "little")
+        header = fh.read(header_len).decode("utf-8")
+    assert '"dtype":"F16"' in header.replace(" ", "")
+    settings = shipped_settings()
+    assert settings["combination"]["threshold"] > 0
+    assert (MODEL_DIR / "MODEL_CARD.md").is_file()
+
+
+def test_shipped_manifest_names_no_test_file() -> None:
+    from core.grounding.learned import shipped_settings
+
+    training = shipped_settings()["training"]
+    assert training["train_pairs_by_corpus"], "the manifest lists the training corpora"
+    files = [f for names in training["clinical_files"].values() for f in names]
+    assert files
+    for name in (*ACI_TEST, *MTS_TEST):
+        assert not any(name in f for f in files), name
+    for f in files:  # each file named is one the rule lets train
+        name = f.split("/")[1].split(" ")[0]
+        if name.endswith(".csv"):
+            dataset = "aci" if f.startswith("aci_bench") else "mts"
+            assert split_of(dataset, name, "1") == "train"
