@@ -128,6 +128,7 @@ def legend(kinds: Sequence[str]) -> str:
 # What Streamlit Markdown interprets inside a line: emphasis, code, links and images,
 # HTML, headings, tables, strikethrough, maths, emoji and colour directives.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]{}()<>#!|~:$])")
+_AUTOLINK = re.compile(r"(?i)(?:\\:/|www\.)")
 
 
 def md_text(value: object) -> str:
@@ -136,7 +137,10 @@ def md_text(value: object) -> str:
     line is backslash-escaped, so ``**x**``, links, images (which the browser would fetch) and
     ``:red[...]`` directives are shown, never interpreted. Newlines become spaces."""
     text = " ".join(str(value if value is not None else "").split())
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    # GFM turns a bare "http://..." or "www." into a link whatever is escaped: an invisible
+    # word joiner keeps the text as it reads and makes it no address
+    return _AUTOLINK.sub(lambda m: m.group(0)[:-1] + "\u2060" + m.group(0)[-1], text)
 
 
 def escaped_block(text: str | None) -> str:

@@ -34,6 +34,18 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 TIMEOUT_MS = 90_000
 
 
+IMAGE_HOST = "127.0.0.1:9"
+EVIL_RECORD = {
+    "id": f"**evil** ![img](http://{IMAGE_HOST}/x.png)",
+    "patient_id": "p-evil",
+    "timestamp": "2026-01-02T09:00:00Z",
+    "query": "What does he take?",
+    "answer": "He takes metformin 500 mg daily.",
+    "sources": [{"id": f"[src](http://{IMAGE_HOST}/s)", "text": "Metformin 500 mg daily."}],
+    "model": f"![m](http://{IMAGE_HOST}/m.png)",
+}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -83,6 +95,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert demo.returncode == 0, demo.stderr.decode()[-2000:]
     summary = json.loads(demo.stdout.decode().strip().splitlines()[-1])
     assert summary["records"] == 40
+    # a record whose id and model name hold Markdown (an image the browser would fetch)
+    evil = db.parent / "evil.jsonl"
+    evil.write_text(json.dumps(EVIL_RECORD) + "\n", encoding="utf-8")
+    imported = subprocess.run(
+        [sys.executable, "-m", "core.cli", "import", str(evil), "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=600,
+        check=False,
+    )
+    assert imported.returncode == 0, imported.stderr.decode()[-2000:]
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "core.cli", "serve", "--port", str(port)],
@@ -155,8 +179,8 @@ def test_every_page_renders(server: str, page: object) -> None:
     pages = [
         ("", "Overview", "Hallucination risk"),
         ("review", "Review queue", "In queue"),
-        ("report", "Query report", "Choose an answer"),
-        ("upload", "Upload", "Upload a transcript to begin"),
+        ("report", "Query report", "most recent flagged answer"),
+        ("upload", "Upload", "paste a transcript to begin"),
         ("calibration", "Calibration", "Threshold explorer"),
         ("patients", "Patients", "Entity timeline"),
     ]
@@ -196,7 +220,7 @@ def test_upload_a_transcript(server: str, page: object, tmp_path: Path) -> None:
     quotes = tmp_path / "quotes.json"
     quotes.write_text(json.dumps({"meds": ["lisinopril 10 mg", "metoprolol 50 mg"]}))
     _open(page, f"{server}/upload", "Upload")
-    page.get_by_text("Upload a transcript to begin").wait_for()  # type: ignore[attr-defined]
+    page.get_by_text("paste a transcript to begin").wait_for()  # type: ignore[attr-defined]
     _settle(page)
     _upload(page, 0, transcript, "Add evidence quotes or an answer")
     _upload(page, 1, quotes, "Evidence quotes")
@@ -212,7 +236,28 @@ def test_upload_bad_file_shows_clear_error(server: str, page: object, tmp_path: 
     bad = tmp_path / "broken.txt"
     bad.write_bytes(b"\xff\xfe not utf-8")
     _open(page, f"{server}/upload", "Upload")
-    page.get_by_text("Upload a transcript to begin").wait_for()  # type: ignore[attr-defined]
+    page.get_by_text("paste a transcript to begin").wait_for()  # type: ignore[attr-defined]
     _settle(page)
     _upload(page, 0, bad, "broken.txt: invalid UTF-8")
     page.screenshot(path=str(ARTIFACTS / "upload_error.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def test_record_fields_are_shown_as_typed_and_fetch_nothing(server: str, page: object) -> None:
+    """Markdown in a record's id, source id and model name is shown literally: no bold, no
+    link, and Chromium requests nothing from the host the image points to."""
+    from core.storage.repo import conversation_id_for
+
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url))  # type: ignore[attr-defined]
+    cid = conversation_id_for(str(EVIL_RECORD["id"]))
+    _open(page, f"{server}/report?id={cid}", "Query report")
+    page.get_by_text("**evil** ![img](http", exact=False).first.wait_for()  # type: ignore[attr-defined]
+    _settle(page)
+    assert not [u for u in requested if IMAGE_HOST in u]
+    main = page.locator("section.main, [data-testid=stMain]").first  # type: ignore[attr-defined]
+    assert main.locator(f"img[src*='{IMAGE_HOST}']").count() == 0
+    links = main.locator(f"a[href*='{IMAGE_HOST}']")
+    assert links.count() == 0, [
+        links.nth(i).evaluate("e => e.parentElement.outerHTML") for i in range(links.count())
+    ]
+    page.screenshot(path=str(ARTIFACTS / "report_literal_fields.png"), full_page=True)  # type: ignore[attr-defined]
