@@ -11,6 +11,10 @@ Three modes, chosen by configuration:
 
 The router calls :func:`require_login` before anything else; every page also calls
 :func:`guard` with its name, so a page run on its own refuses an anonymous user too.
+
+Every audit event names who acted, from one place, :func:`actor` (see :func:`actor_for` for
+the convention): the logged-in user's name, or without a login the local user's name with
+the reviewer name typed in the sidebar, e.g. ``local-admin (Dr. Rivera)``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ log = logging.getLogger(__name__)
 AuthMode = Literal["none", "password", "oidc"]
 
 SESSION_KEY = "auth_user"
+# the sidebar's "Reviewer name" field (shown only when no login is configured)
+REVIEWER_KEY = "sidebar_reviewer"
+MAX_REVIEWER_CHARS = 80
+ANONYMOUS = "anonymous"
 NO_LOGIN_BANNER = "No login configured: listening on localhost only"
 
 # What a user must be allowed to do to open each page (by url path).
@@ -281,19 +289,63 @@ def guard(page: str) -> User:
     return user
 
 
+def clean_reviewer(value: object) -> str:
+    """A typed reviewer name as stored: whitespace collapsed, at most MAX_REVIEWER_CHARS."""
+    return " ".join(str(value or "").split())[:MAX_REVIEWER_CHARS]
+
+
+def actor_for(user: User | None, reviewer: str = "") -> str:
+    """The name audit events of ``user`` are stored under.
+
+    - a logged-in user (password or OIDC): the user name, e.g. ``rita`` (``reviewer`` is
+      ignored: the login says who it is);
+    - the local user when no login is configured: its name, followed by the reviewer name
+      typed in the sidebar in parentheses when one is given, e.g. ``local-admin (Dr. Rivera)``
+      (the typed name is not checked, so it is kept apart from the identity);
+    - nobody signed in: ``anonymous`` (pages refuse such a session before they audit).
+    """
+    if user is None:
+        return ANONYMOUS
+    if user.source != "local":
+        return user.label
+    typed = clean_reviewer(reviewer)
+    return f"{user.label} ({typed})" if typed else user.label
+
+
 def actor() -> str:
-    """The identity stored with verdicts and audit events ('' when nobody is logged in)."""
+    """Who is acting in this session, as :func:`actor_for` names them: the identity every
+    audit event of the dashboard carries (``data.audit`` uses it unless told otherwise).
+
+    It reads the session, so it must be called during the script run; code that runs later
+    (a download button's data callable) takes the value read during the run.
+
+    Raises:
+        RuntimeError: called outside a script run (the session cannot be read).
+    """
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if get_script_run_ctx(suppress_warning=True) is None:
+        raise RuntimeError(
+            "auth.actor() reads the session: call it during the script run and hand the value "
+            "to callbacks that run later (download buttons)"
+        )
     user = current_user()
-    return user.label if user is not None else ""
+    typed = st.session_state.get(REVIEWER_KEY) if user is not None else None
+    return actor_for(user, str(typed or ""))
 
 
 __all__ = [
+    "ANONYMOUS",
+    "MAX_REVIEWER_CHARS",
     "NO_LOGIN_BANNER",
     "PAGE_ACTIONS",
+    "REVIEWER_KEY",
     "actor",
+    "actor_for",
     "auth_mode",
     "can",
     "can_open",
+    "clean_reviewer",
     "current_user",
     "guard",
     "logout",

@@ -24,6 +24,7 @@ from core.storage import repo
 from core.storage.db import get_engine, read_session, upgrade_to_head, write_session
 from core.storage.models import Conversation
 from core.text import short_hash
+from dashboard import auth
 
 log = logging.getLogger(__name__)
 
@@ -348,6 +349,9 @@ def save_verdict(
 ) -> int:
     """Store a verdict (with who and when) and an audit event; clear affected caches.
 
+    The verdict carries ``reviewer``; the audit event carries ``auth.actor_for(user,
+    reviewer)``: the logged-in user, or ``local-admin (reviewer)`` without a login.
+
     Raises:
         PermissionError: the user may not give verdicts. ValueError: empty reviewer or
         unknown verdict. LookupError: unknown statement.
@@ -365,7 +369,7 @@ def save_verdict(
         )
         repo.record_audit(
             session=s,
-            actor=reviewer.strip(),
+            actor=auth.actor_for(user, reviewer),
             action="review",
             target_type="statement_check",
             target_id=str(statement_check_id),
@@ -406,12 +410,19 @@ def login_wait(key: str, *, now: datetime | None = None) -> float:
     return max(0.0, (last - now).total_seconds() + delay)
 
 
-def audit(*, actor: str, action: str, target_type: str, target_id: str) -> None:
-    """Append an audit event (no patient text)."""
+def audit(*, action: str, target_type: str, target_id: str, actor: str | None = None) -> None:
+    """Append an audit event (ids only, never patient text).
+
+    ``actor`` defaults to the session's :func:`auth.actor` (the logged-in user, or the local
+    user with the typed reviewer name), read now: pass it only from code that runs after the
+    script (a download's data callable, which takes the value read during the run) or for a
+    login event, which names the account tried.
+    """
+    who = (auth.actor() if actor is None else actor).strip() or auth.ANONYMOUS
     with write_session(engine()) as s:
         repo.record_audit(
             session=s,
-            actor=actor or "anonymous",
+            actor=who,
             action=action,
             target_type=target_type,
             target_id=target_id,
@@ -810,10 +821,14 @@ def save_upload(
     answer: str,
     transcript: str,
     evidence: dict[str, list[str]] | None,
-    actor: str,
     user: User | None,
+    actor: str | None = None,
 ) -> dict[str, Any]:
     """Run the uploaded answer through the pipeline and store it as a conversation.
+
+    The audit event names ``actor``, by default the session's :func:`auth.actor`. The stored
+    answer is dated now (UTC); all caches are cleared, so the sidebar's bounds and the review
+    queue include it on the next run.
 
     Storing takes the ``store_record`` permission; a record id that is stored already with
     other content is replaced only for a user with ``replace_record`` (an admin), and the
@@ -826,6 +841,7 @@ def save_upload(
     from core.records import parse_record
 
     require(user, "store_record")
+    who = auth.actor() if actor is None else actor  # read before anything is stored
     s = settings()
     record = parse_record(
         {
@@ -849,7 +865,7 @@ def save_upload(
             "record: choose another id"
         ) from None
     audit(
-        actor=actor,
+        actor=who,
         action="replace" if report.store_status == "updated" else "upload",
         target_type="conversation",
         target_id=report.conversation_id,

@@ -2,11 +2,18 @@
 
 The router draws it once per run; pages read the current values with
 :func:`current_filters` and :func:`reviewer_name` (widget keys prefixed ``sidebar_``).
+
+The date range follows the data: until the user picks one, it is the last
+:data:`DEFAULT_DAYS` days up to today (UTC) or up to the last stored day when that is later,
+recomputed on every run from :func:`data.date_bounds`, so an answer saved in this session
+(whose save clears the cached bounds) is inside it on the next run. A range the user picked
+stays as picked (its last selectable day still moves with the data), only clamped into the
+selectable days when it lies outside them.
 """
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import streamlit as st
@@ -14,10 +21,47 @@ import streamlit as st
 from dashboard import auth, data
 
 DEFAULT_DAYS = 30
+DATES_KEY = "sidebar_dates"
+# the range this sidebar last set by itself: while the widget still holds it, the user has not
+# picked one, and it follows the data
+AUTO_DATES_KEY = "sidebar_dates_auto"
 
 
-def _default_range(lo: date, hi: date) -> tuple[date, date]:
-    return max(lo, hi - timedelta(days=DEFAULT_DAYS - 1)), hi
+def _today() -> date:
+    """Today in UTC (the timestamps are stored in UTC)."""
+    return datetime.now(UTC).date()
+
+
+def _default_range(lo: date, hi: date, today: date) -> tuple[date, date]:
+    """The last DEFAULT_DAYS days up to today, or up to the last stored day when later."""
+    end = max(hi, today)
+    return max(lo, end - timedelta(days=DEFAULT_DAYS - 1)), end
+
+
+def _days(value: Any) -> tuple[date, ...]:
+    """The days of a date-range value (a range still being picked holds one)."""
+    days = (value,) if isinstance(value, date) else tuple(value or ())
+    return tuple(d for d in days if isinstance(d, date))
+
+
+def _sync_dates(lo: date, hi: date, today: date) -> date:
+    """Set the range before its widget is drawn; return the widget's last selectable day.
+
+    A range the user never changed (none yet, or the one this sidebar set last) is replaced by
+    the default for the current bounds. A range the user picked is kept, each day clamped into
+    the selectable days (``st.date_input`` raises on a value outside its bounds).
+    """
+    last = max(hi, today)
+    current = _days(st.session_state.get(DATES_KEY))
+    if not current or current == st.session_state.get(AUTO_DATES_KEY):
+        value = _default_range(lo, hi, today)
+        st.session_state[AUTO_DATES_KEY] = value
+        st.session_state[DATES_KEY] = value
+    else:
+        clamped = tuple(min(max(d, lo), last) for d in current)
+        if clamped != current:
+            st.session_state[DATES_KEY] = clamped
+    return last
 
 
 def render_sidebar() -> data.FilterState:
@@ -26,15 +70,14 @@ def render_sidebar() -> data.FilterState:
     with st.sidebar:
         st.markdown("### Filters")
         if lo is not None and hi is not None:
-            if "sidebar_dates" not in st.session_state:
-                st.session_state["sidebar_dates"] = _default_range(lo, hi)
+            last = _sync_dates(lo, hi, _today())
             st.date_input(
                 "Date range",
                 min_value=lo,
-                max_value=hi,
-                key="sidebar_dates",
-                help=f"Answers from {lo} to {hi} are stored; the default shows the last "
-                f"{DEFAULT_DAYS} days.",
+                max_value=last,
+                key=DATES_KEY,
+                help=f"Answers from {lo} to {hi} are stored (UTC); until you pick a range, the "
+                f"last {DEFAULT_DAYS} days up to today are shown, and a new answer joins them.",
             )
         else:
             st.caption("No answers stored yet.")
@@ -47,8 +90,10 @@ def render_sidebar() -> data.FilterState:
         if auth.auth_mode() == "none":  # with a login, verdicts carry the logged-in user
             st.text_input(
                 "Reviewer name",
-                key="sidebar_reviewer",
-                help="Stored with every verdict you give.",
+                key=auth.REVIEWER_KEY,
+                max_chars=auth.MAX_REVIEWER_CHARS,
+                help="Stored with every verdict you give; the audit trail adds it to the local "
+                "user's name.",
                 placeholder="e.g. Dr. Rivera",
             )
     return current_filters()
@@ -56,7 +101,7 @@ def render_sidebar() -> data.FilterState:
 
 def current_filters() -> data.FilterState:
     """The sidebar's filter values (a date range still being picked counts as one day)."""
-    dates: Any = st.session_state.get("sidebar_dates") or ()
+    dates: Any = st.session_state.get(DATES_KEY) or ()
     if isinstance(dates, date):
         dates = (dates,)
     start = dates[0] if len(dates) >= 1 else None
@@ -76,7 +121,9 @@ def _sees_patients() -> bool:
 
 
 def reviewer_name() -> str:
-    """The logged-in user's name; without a login, the name typed in the sidebar."""
+    """The name stored with a verdict: the logged-in user's name; without a login, the name
+    typed in the sidebar ('' when none is typed). Audit events use :func:`auth.actor`."""
     if auth.auth_mode() != "none":
-        return auth.actor()
-    return str(st.session_state.get("sidebar_reviewer") or "").strip()
+        user = auth.current_user()
+        return user.label if user is not None else ""
+    return auth.clean_reviewer(st.session_state.get(auth.REVIEWER_KEY))

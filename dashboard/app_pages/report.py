@@ -14,7 +14,7 @@ from dashboard.highlight import (
     legend,
     md_text,
 )
-from dashboard.sidebar import current_filters, reviewer_name
+from dashboard.sidebar import current_filters
 
 auth.guard("report")
 st.title("Query report")
@@ -71,9 +71,7 @@ if conv is None:
 
 seen = st.session_state.setdefault("report_audited", set())
 if conv["id"] not in seen:
-    data.audit(
-        actor=reviewer_name(), action="view", target_type="conversation", target_id=conv["id"]
-    )
+    data.audit(action="view", target_type="conversation", target_id=conv["id"])
     seen.add(conv["id"])
 
 st.subheader(f"Answer {md_text(conv['external_id'])}")
@@ -208,8 +206,8 @@ if conv["claims"]:
 else:
     st.caption("No claim audit rows for this answer.")
 
-actor = reviewer_name()
-shown = dict(conv)  # the lambdas below run on click, after this script
+actor = auth.actor()  # read now: the lambdas below run on click, after this script
+shown = dict(conv)
 
 
 def _exported(fmt: str, text: str) -> str:

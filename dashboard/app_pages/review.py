@@ -46,7 +46,7 @@ if total and idx >= total:
     rows, total = data.flagged(f, statuses=tuple(statuses), review_state=state, offset=idx, limit=1)
 c3.metric("In queue", f"{total:,}")
 
-actor = reviewer_name()
+actor = auth.actor()  # read now: the export callables run on click, after this script
 
 
 def _exported(what: str, csv_text: str) -> str:
@@ -89,7 +89,6 @@ item = rows[0]
 audited = st.session_state.setdefault("review_audited", set())
 if item["statement_check_id"] not in audited:
     data.audit(
-        actor=actor,
         action="view",
         target_type="statement_check",
         target_id=str(item["statement_check_id"]),

@@ -7,7 +7,6 @@ import streamlit as st
 from core.text import short_hash
 from dashboard import auth, data, exports
 from dashboard.highlight import Highlight, badge, highlight_html, legend
-from dashboard.sidebar import reviewer_name
 from dashboard.uploads import UploadError, read_answer, read_evidence, read_transcript
 
 user = auth.guard("upload")
@@ -223,7 +222,6 @@ elif answer is not None and grounding is not None:
                         answer=answer,
                         transcript=transcript,
                         evidence=evidence,
-                        actor=reviewer_name(),
                         user=user,
                     )
                 except (PermissionError, ValueError) as exc:

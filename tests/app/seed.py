@@ -241,3 +241,32 @@ def open_page(page: str | None = None, *, dates: tuple[date, date] | None = None
     if page:
         at.switch_page(f"app_pages/{page}.py").run()
     return at
+
+
+# --------------------------------------------------------------------------- session helpers
+
+PASSWORD = "correct horse battery"
+UPLOAD_TRANSCRIPT = "Doctor: Still on the lisinopril 10 mg?\nPatient: Yes, every morning."
+UPLOAD_ANSWER = "He takes lisinopril 10 mg every morning. He also takes warfarin 5 mg daily."
+
+
+def login(at: AppTest, username: str, password: str = PASSWORD) -> AppTest:
+    """Fill in and submit the login form."""
+    at.text_input(key="auth_username").input(username)
+    at.text_input(key="auth_password").input(password)
+    at.button[0].click().run()
+    return at
+
+
+def save_upload(at: AppTest, patient_id: str) -> AppTest:
+    """On the upload page of a running app: paste a transcript and an answer (lexical checks
+    only) and save them as a conversation of ``patient_id``, as a user would."""
+    at.switch_page("app_pages/upload.py").run()
+    at.toggle(key="upload_semantic").set_value(False)
+    at.text_area(key="upload_transcript_text").input(UPLOAD_TRANSCRIPT)
+    at.text_area(key="upload_answer_text").input(UPLOAD_ANSWER)
+    at.run()
+    at.text_input(key="upload_patient").input(patient_id)
+    at.text_input(key="upload_query").input("Which medicines does he take?")
+    at.get("form_submit_button")[0].click().run()
+    return at

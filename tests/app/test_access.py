@@ -9,51 +9,23 @@ receives record text on any page they can reach.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
-import bcrypt
 import pytest
 import yaml
 from sqlalchemy import select
 from sqlmodel import col
 from streamlit.testing.v1 import AppTest
 
-from core.config import reset_settings_cache
 from core.storage import models as m
 from core.storage.db import get_engine, read_session
-from tests.app.seed import APP, Seeded
+from tests.app.seed import APP, DAYS, END, PASSWORD, Seeded, login
 
-PASSWORD = "correct horse battery"
 PAGES_DIR = Path(APP).parent / "app_pages"
 RECORD_TEXT = ("lisinopril", "metformin", "gabapentin", "Visit note", "penicillin")
 PAGES = ("overview", "review", "report", "upload", "calibration", "patients", "admin")
-
-
-def _hash() -> str:
-    return bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
-
-
-@pytest.fixture
-def users_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = tmp_path / "users.yaml"
-    h = _hash()
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "users": {
-                    "rita": {"role": "reviewer", "password": h},
-                    "andy": {"role": "analyst", "password": h},
-                    "ada": {"role": "admin", "password": h},
-                }
-            }
-        ),
-        encoding="utf-8",
-    )
-    monkeypatch.setenv("GROUNDWATCH_AUTH_FILE", str(path))
-    reset_settings_cache()
-    yield path
-    reset_settings_cache()
+SEED_DAYS = (END - timedelta(days=DAYS - 1), END)
 
 
 def gate_app() -> None:
@@ -71,13 +43,6 @@ def gate_app() -> None:
 
 def markdown(at: AppTest) -> str:
     return "\n".join(str(x.value) for x in at.markdown)
-
-
-def login(at: AppTest, username: str, password: str = PASSWORD) -> AppTest:
-    at.text_input(key="auth_username").input(username)
-    at.text_input(key="auth_password").input(password)
-    at.button[0].click().run()
-    return at
 
 
 def test_without_login_configured_the_local_admin_gets_a_banner(
@@ -227,7 +192,9 @@ def test_a_reviewer_reads_text_and_verdicts_carry_the_login(
     seeded_db: Seeded, use_db: object, users_file: Path
 ) -> None:
     use_db(seeded_db)  # type: ignore[operator]
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["sidebar_dates"] = SEED_DAYS  # the default ends today, after the seed
+    at.run()
     login(at, "rita")
     at.switch_page("app_pages/review.py").run()
     assert not at.exception, [e.value for e in at.exception]

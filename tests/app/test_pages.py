@@ -129,7 +129,8 @@ def test_verdict_is_stored_with_reviewer_and_next_item_opens(fresh_db, use_db):
     assert reviews[0].note == "dose checked against the chart"
     assert reviews[0].created_at is not None
     assert events
-    assert events[0].actor == "Dr. Test"
+    # the verdict carries the typed name; the audit event the local user with it
+    assert events[0].actor == "local-admin (Dr. Test)"
     assert "dose" not in json.dumps(events[0].detail)
 
 
