@@ -4,7 +4,8 @@ The router draws it once per run; pages read the current values with
 :func:`current_filters` and :func:`reviewer_name` (widget keys prefixed ``sidebar_``).
 
 The date range follows the data: until the user picks one, it is the last
-:data:`DEFAULT_DAYS` days up to today (UTC) or up to the last stored day when that is later,
+:data:`DEFAULT_DAYS` days with stored answers, ending today (UTC) or on the last stored day
+when that is later,
 recomputed on every run from :func:`data.date_bounds`, so an answer saved in this session
 (whose save clears the cached bounds) is inside it on the next run. A range the user picked
 stays as picked (its last selectable day still moves with the data), only clamped into the
@@ -33,9 +34,9 @@ def _today() -> date:
 
 
 def _default_range(lo: date, hi: date, today: date) -> tuple[date, date]:
-    """The last DEFAULT_DAYS days up to today, or up to the last stored day when later."""
-    end = max(hi, today)
-    return max(lo, end - timedelta(days=DEFAULT_DAYS - 1)), end
+    """The last DEFAULT_DAYS days with stored answers, up to today (or up to the last stored
+    day when later): a database whose answers are all older still opens on them."""
+    return max(lo, hi - timedelta(days=DEFAULT_DAYS - 1)), max(hi, today)
 
 
 def _days(value: Any) -> tuple[date, ...]:
@@ -77,7 +78,8 @@ def render_sidebar() -> data.FilterState:
                 max_value=last,
                 key=DATES_KEY,
                 help=f"Answers from {lo} to {hi} are stored (UTC); until you pick a range, the "
-                f"last {DEFAULT_DAYS} days up to today are shown, and a new answer joins them.",
+                f"last {DEFAULT_DAYS} days with answers, up to today, are shown, and a new answer "
+                "joins them.",
             )
         else:
             st.caption("No answers stored yet.")
