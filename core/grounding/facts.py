@@ -14,7 +14,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
@@ -28,7 +27,6 @@ from core.grounding.vocab import (
     drug_names,
     generics_in,
     headings_in,
-    numbered_conditions,
 )
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -288,7 +286,6 @@ _NUMBER_RE = re.compile(
 )
 # A month and day without a year: "biopsied on 04/10" (not the score 4/10).
 _MONTH_DAY = r"(?:(?<=\bon )|\b(?=0))(\d{1,2})/(\d{1,2})\b(?!/)"
-_MONTH_DAY_RE = re.compile(_MONTH_DAY)
 _DATE_RE = re.compile(r"\b\d{1,2}([/-])\d{1,2}\1\d{2,4}\b|\b\d{1,2}/\d{4}\b|" + _MONTH_DAY)
 # "four out of ten" is the score "4/10".
 _OUT_OF_RE = re.compile(r"\b(\d+)\s+out\s+of\s+(\d+)\b", re.I)
@@ -521,121 +518,6 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
     return tuple(found)
 
 
-# --- dates -------------------------------------------------------------------------------
-
-_MONTHS = {
-    name: i + 1
-    for i, names in enumerate(
-        (
-            "january jan",
-            "february feb",
-            "march mar",
-            "april apr",
-            "may",
-            "june jun",
-            "july jul",
-            "august aug",
-            "september sep sept",
-            "october oct",
-            "november nov",
-            "december dec",
-        )
-    )
-    for name in names.split()
-}
-_MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_NUMERIC_DATE_RE = re.compile(r"\b(\d{1,2})([/-])(\d{1,2})\2(\d{2}|\d{4})\b|\b(\d{1,2})/(\d{4})\b")
-_WORD_DATE_RE = re.compile(
-    rf"\b({_MONTH_NAMES})\.?(?:\s+(?:(\d{{1,2}})(?!\d)\s*,?\s*)?(?:of\s+)?(\d{{4}})?)?\b", re.I
-)
-# A month named alone is a date after one of these ("in march", "end of june").
-_MONTH_LEAD_RE = re.compile(
-    r"\b(?:in|since|of|early|late|mid|last|until|through|and|or|from|by)\s*$", re.I
-)
-
-Date = tuple[int, int | None, int | None]  # month, day, year
-
-
-def _year(text: str | None) -> int | None:
-    if not text:
-        return None
-    value = int(text)
-    return value if value >= 100 else (2000 + value if value < 50 else 1900 + value)
-
-
-def dates(text: str) -> list[Date]:
-    """Calendar dates in ``text``: "3/1/21", "10/2020", "January 20th, 2020", "november 24"."""
-    found: list[Date] = []
-    for m in _NUMERIC_DATE_RE.finditer(text):
-        if m.group(1):
-            month, day = int(m.group(1)), int(m.group(3))
-            if 1 <= month <= 12 and 1 <= day <= 31:
-                found.append((month, day, _year(m.group(4))))
-        elif 1 <= int(m.group(5)) <= 12:
-            found.append((int(m.group(5)), None, _year(m.group(6))))
-    for m in _MONTH_DAY_RE.finditer(text):
-        month, day = int(m.group(1)), int(m.group(2))
-        if 1 <= month <= 12 and 1 <= day <= 31:
-            found.append((month, day, None))
-    spoken = digits(text)
-    for m in _WORD_DATE_RE.finditer(spoken):
-        said_day, said_year = m.group(2), m.group(3)
-        name = m.group(1).lower()
-        # a month alone is a date after "in", "since", ... but a bare "may" is the verb
-        alone = name not in {"may", "mar"} and _MONTH_LEAD_RE.search(spoken, 0, m.start())
-        if said_day or said_year or alone:
-            month = _MONTHS[name]
-            found.append((month, int(said_day) if said_day else None, _year(said_year)))
-    return found
-
-
-def _same_date(a: Date, b: Date) -> bool:
-    return a[0] == b[0] and all(
-        x is None or y is None or x == y for x, y in zip(a[1:], b[1:], strict=True)
-    )
-
-
-def _show_date(d: Date) -> str:
-    return "/".join(str(x) for x in d if x is not None)
-
-
-def _impossible_dates(text: str) -> list[str]:
-    """Written dates no calendar has ("01/40/2020", "15/2019") or from a year no visit
-    speaks of ("10/4040")."""
-    latest = date.today().year + 10
-    bad = []
-    for m in _NUMERIC_DATE_RE.finditer(text):
-        if m.group(1):
-            month, day, year = int(m.group(1)), int(m.group(3)), _year(m.group(4))
-        else:
-            month, day, year = int(m.group(5)), 1, _year(m.group(6))
-        if (
-            not (1 <= month <= 12 and 1 <= day <= 31)
-            or year is None
-            or not (1900 <= year <= latest)
-        ):
-            bad.append(m.group())
-    return bad
-
-
-def _compare_dates(statement: str, evidence: str, source: str) -> FactCheck:
-    impossible = _impossible_dates(statement)
-    if impossible:
-        return FactCheck("missing", f"date {impossible[0]} is not a possible date")
-    wanted = dates(statement)
-    if not wanted:
-        return AGREE
-    near, anywhere = dates(evidence), dates(source)
-    for d in wanted:
-        if any(_same_date(d, e) for e in near + anywhere):
-            continue
-        if near:  # the rival sharing most parts with the stated date
-            rival = max(near, key=lambda e: sum(x == y for x, y in zip(d, e, strict=True)))
-            return FactCheck("conflict", f"date differs: {_show_date(d)} vs {_show_date(rival)}")
-        return FactCheck("missing", f"date {_show_date(d)} not found in the source")
-    return AGREE
-
-
 _COMMON = frozenset(
     "daily once twice times week weeks month months year years today since about time "
     "pain take takes taking continue will were been also than".split()
@@ -699,11 +581,6 @@ _RANGE_RE = re.compile(
 _DIMENSIONS_RE = re.compile(
     r"(?<![\w./])(\d+(?:\.\d+)?)\s*(?:x|by)\s*(\d+(?:\.\d+)?)\s*([a-z]+)", re.I
 )
-# A name with a number in it: "covid-19", "indole-3-carbinol", "b12" (vitamins).
-_NUMBERED_NAME_RE = re.compile(
-    r"\b(?:([a-z]{2,})-(\d+)|([bd])-?(\d{1,2})|(type|stage|grade|class)\s+(\d+)\s+([a-z]+))\b",
-    re.I,
-)
 
 
 @lru_cache(maxsize=4096)
@@ -737,40 +614,6 @@ def _compare_ranges(statement: str, evidence: str) -> FactCheck | None:
             a, b = rivals[0]
             return FactCheck("conflict", f"range differs: {low} to {high} vs {a} to {b}")
     return None
-
-
-@lru_cache(maxsize=1024)
-def _numbered_names(text: str) -> tuple[tuple[str, str], ...]:
-    """Numbered names by their letters: "covid-19" -> ("covid", "19")."""
-    return tuple(
-        (
-            # "type 2 diabetes" is named with the word after it: "grade 2 murmur" is no
-            # rival of "grade 0 tumor"
-            (m.group(1) or m.group(3) or " ".join(filter(None, m.group(5, 7)))).lower(),
-            m.group(2) or m.group(4) or m.group(6),
-        )
-        for m in _NUMBERED_NAME_RE.finditer(digits(text, ordinals=False))
-    )
-
-
-def _compare_numbered_names(statement: str, source: str) -> FactCheck:
-    """ "covid-20" or "type 3 diabetes" where the source only says "covid-19", "type two
-    diabetes": a name whose number differs."""
-    said: dict[str, set[str]] = {}
-    for name, number in _numbered_names(source):
-        said.setdefault(name, set()).add(number)
-    known = numbered_conditions()
-    for name, number in _numbered_names(statement):
-        if name in known and number not in known[name] and number not in said.get(name, ()):
-            # no disease has that name: "covid-24" (the source may say just "covid")
-            other = sorted(known[name])[0]
-            return FactCheck("conflict", f"name differs: {name} {number} vs {name} {other}")
-        if name in said and number not in said[name]:
-            other = sorted(said[name])[0]
-            first, *rest = name.split(" ", 1)
-            shown = [f"{first} {n} {' '.join(rest)}".strip() for n in (number, other)]
-            return FactCheck("conflict", f"name differs: {shown[0]} vs {shown[1]}")
-    return AGREE
 
 
 @lru_cache(maxsize=256)
@@ -2164,7 +2007,7 @@ def _compare_names(statement: str, evidence: str, source: str) -> FactCheck:
     return AGREE
 
 
-FAMILIES = ("numbered_names", "numbers", "dates", "names", "laterality", "negation")
+FAMILIES = ("numbers", "names", "laterality", "negation")
 
 
 def compare_facts(
@@ -2195,9 +2038,7 @@ def compare_facts(
     checks = [
         replace(check(), family=name)
         for name, check in (
-            ("numbered_names", lambda: _compare_numbered_names(statement, source)),
             ("numbers", lambda: _compare_numbers(statement, evidence, source_sentences)),
-            ("dates", lambda: _compare_dates(statement, evidence, source)),
             ("names", lambda: _compare_names(statement, evidence, source)),
             (
                 "laterality",

@@ -34,7 +34,6 @@ _DRUG_NAME_RE = re.compile(r"[a-z]{5,}")
 _CONDITION_NAME_RE = re.compile(r"[a-z][a-z0-9'-]+(?: [a-z0-9][a-z0-9'-]*){1,4}")
 _ANY_NAME_RE = re.compile(r"[a-z][a-z0-9'-]{2,}(?: [a-z0-9][a-z0-9'-]*){0,4}")
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9'-]*")
-_NUMBERED_RE = re.compile(r"([a-z]{2,})-(\d+)")
 _DISEASE_BRANCH_RE = re.compile(r"C(?:0\d|1\d|20)\.")
 # Names the drug dictionary lists that notes mostly use otherwise: "luminal" (of a lumen),
 # "cortisol" (a lab value).
@@ -114,17 +113,6 @@ def condition_headings() -> dict[str, frozenset[str]]:
         lambda name: bool(_ANY_NAME_RE.fullmatch(name)),
         _a_disease,
     )
-
-
-@lru_cache(maxsize=1)
-def numbered_conditions() -> dict[str, frozenset[str]]:
-    """The numbers each numbered disease name has: "covid" -> {"19"}."""
-    out: dict[str, set[str]] = {}
-    for name in condition_headings():
-        m = _NUMBERED_RE.fullmatch(name)
-        if m:
-            out.setdefault(m.group(1), set()).add(m.group(2))
-    return {k: frozenset(v) for k, v in out.items()}
 
 
 @lru_cache(maxsize=4096)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from core.grounding import GroundingVerifier, SourceChunk, compare_facts
-from core.grounding.facts import condition_mentions, dates, drug_mentions, quantities
+from core.grounding.facts import condition_mentions, drug_mentions, quantities
 
 NOTE = (
     "Assessment: Type 2 diabetes, well controlled. Takes metformin 500 mg b.i.d. and "
@@ -379,7 +379,7 @@ def test_a_value_said_elsewhere_of_the_same_thing_is_found() -> None:
     assert compare_facts("Took 4 days off work.", evidence, source).status == "missing"
 
 
-def test_ranges_numbered_names_and_impossible_dates() -> None:
+def test_ranges_of_values() -> None:
     said = ["i change the inserts every three or four months", "about six to eight weeks"]
     assert compare_facts("Changes inserts every 3 to 4 months.", said).status == "agree"
     assert compare_facts("A 6-to-8-week course.", said).status == "agree"
@@ -388,27 +388,6 @@ def test_ranges_numbered_names_and_impossible_dates() -> None:
     assert compare_facts("A 6-to-5-week course.", said).status == "conflict"
     # a range of another unit is another range
     assert compare_facts("Every 2 to 4 days.", said).status != "conflict"
-    # a name with a number in it keeps its number
-    vaccinated = ["he is fully vaccinated against covid-19 and takes b12"]
-    assert compare_facts("Vaccinated against COVID-19.", vaccinated).status == "agree"
-    check = compare_facts("Vaccinated against COVID-20.", vaccinated)
-    assert (check.status, check.reason) == ("conflict", "name differs: covid 20 vs covid 19")
-    assert compare_facts("Takes B-13.", vaccinated).status == "conflict"
-    assert compare_facts("Takes B-12.", vaccinated).status == "agree"
-    # a type, stage, grade or class is named with what it is of
-    typed = ["so for your type two diabetes", "a grade two murmur"]
-    check = compare_facts("Type 3 diabetes.", typed)
-    assert (check.status, check.reason) == (
-        "conflict",
-        "name differs: type 3 diabetes vs type 2 diabetes",
-    )
-    assert compare_facts("Type 2 diabetes.", typed).status == "agree"
-    assert compare_facts("Grade 1 tumor.", typed).status != "conflict"  # another grade
-    assert compare_facts("Ordered a CA-130.", ["a ca-125 and an hcg"]).status == "conflict"
-    # no calendar has these dates
-    for written in ("01/40/2020", "15/2019", "10/4040"):
-        check = compare_facts(f"Seen on {written}.", [f"seen on {written}"])
-        assert (check.status, check.reason) == ("missing", f"date {written} is not a possible date")
 
 
 def test_scores_years_and_what_is_not_a_quantity() -> None:
@@ -418,8 +397,6 @@ def test_scores_years_and_what_is_not_a_quantity() -> None:
     ]
     assert compare_facts("Pain is 4/10.", ["it's about a four out of ten"]).status == "agree"
     assert compare_facts("Pain is 6/10.", ["it's about a four out of ten"]).status != "agree"
-    # "2-7/10" is a range of scores, not a date
-    assert dates("she rates her pain as 2-7/10") == []
     assert compare_facts("Stent placed in 2018.", ["a stent in twenty eighteen"]).status == "agree"
     assert compare_facts("Stent placed in 2019.", ["a stent in twenty eighteen"]).status != "agree"
     assert compare_facts("Drinks 2 beers.", ["only a couple of beers"]).status == "agree"
@@ -470,28 +447,6 @@ def test_the_source_clause_that_says_most_of_the_statement_decides_its_side() ->
     # a tie, or one word more, decides nothing
     assert compare_facts("Left knee x-ray ordered.", evidence, source).status == "agree"
     assert compare_facts("Reports left knee pain.", evidence, source).status == "agree"
-
-
-def test_dates_are_compared_written_or_spoken() -> None:
-    said = ["he was last seen on november 24th 2020 and the labs are from 3/1/21"]
-    assert compare_facts("Last seen on 11/24/2020.", said).status == "agree"
-    assert compare_facts("Labs reviewed, 03/01/2021.", said).status == "agree"
-    check = compare_facts("Last seen on 12/24/2020.", said)
-    assert (check.status, check.reason) == ("conflict", "date differs: 12/24/2020 vs 11/24/2020")
-    assert compare_facts("Seen on 10/2019.", ["no date was said here"]).status == "missing"
-    assert compare_facts("You may need a refill.", said).status == "agree"  # "may" is no month
-    # a month and day without a year is a date, not a score
-    biopsy = ["she biopsied the lesion on april tenth"]
-    assert compare_facts("Lesion biopsied on 04/10.", biopsy).status == "agree"
-    check = compare_facts("Lesion biopsied on 04/12.", biopsy)
-    assert (check.status, check.reason) == ("conflict", "date differs: 4/12 vs 4/10")
-    assert compare_facts("Pain is 4/10.", ["my pain is a four out of ten"]).status == "agree"
-    # a month said alone bears out the month of a written date; another month does not
-    spoken = ["her lisinopril was increased in march", "a mammogram in april of 2022"]
-    assert compare_facts("Lisinopril increased in 03/2021.", spoken).status == "agree"
-    assert compare_facts("Mammogram due in 04/2022.", spoken).status == "agree"
-    assert compare_facts("Mammogram due in 04/2023.", spoken).status == "conflict"
-    assert compare_facts("Lisinopril increased in 05/2021.", spoken[:1]).status == "conflict"
 
 
 @pytest.mark.parametrize(
@@ -1063,9 +1018,6 @@ def test_disease_dictionary_names_and_their_other_names() -> None:
     assert compare_facts("Gastroesophageal reflux, better on Protonix.", said).status == "agree"
     said = ["you have type 2 diabetes , so we'll check your a1c"]
     assert compare_facts("Type 2 diabetes mellitus.", said).status == "agree"
-    # a numbered name no disease has, where the source says the name without its number
-    check = compare_facts("Tested for COVID-24 today.", ["we sent a covid test today"])
-    assert (check.status, check.reason) == ("conflict", "name differs: covid 24 vs covid 19")
     assert compare_facts("Tested for COVID-19 today.", ["we sent a covid test today"]).status == (
         "agree"
     )
