@@ -511,8 +511,12 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
             else m.group(1) + (unit if unit in {"%", "+"} else "")
         )
         near = tokens(converted[: m.start()])[-3:] + tokens(converted[m.end() :])[:3]
+        # what the value is of: the content words around it ("metformin"), not the words
+        # any dose has ("daily", "times"), which would make every dose a rival of every other
         context = frozenset(
-            stem(t) for t in near if t.isalpha() and len(t) > 2 and t not in _STOPWORDS
+            stem(t)
+            for t in near
+            if t.isalpha() and len(t) > 2 and t not in _STOPWORDS and t not in _COMMON
         )
         found.append(Quantity(value, unit, display.strip(), context))
     return tuple(found)
@@ -663,8 +667,9 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
             and h.value != q.value
             and (h.context & q.context or not q.context)
         ]
-        if rivals:
-            return FactCheck("conflict", f"{q.kind} differs: {q.display} vs {rivals[0].display}")
+        if rivals:  # the rival said of most of the same things
+            rival = max(rivals, key=lambda h: len(h.context & q.context))
+            return FactCheck("conflict", f"{q.kind} differs: {q.display} vs {rival.display}")
         if (
             q.unit is not None
             and q.context
@@ -1995,14 +2000,17 @@ def _compare_names(statement: str, evidence: str, source: str) -> FactCheck:
             continue
         rivals = [d for d in drug_mentions(evidence) if not _drug_found(d, statement.lower())]
         if rivals:
-            return FactCheck("conflict", f"named drug differs: {drug} vs {rivals[0]}")
+            # (a swap or an added drug: either way, what the reviewer checks is this one)
+            return FactCheck("conflict", f"{drug} is not in the source, which names {rivals[0]}")
         return FactCheck("missing", f"drug {drug} not mentioned in the source")
     for condition in condition_mentions(statement):
         if _condition_found(condition, evidence_low) or _condition_found(condition, source_low):
             continue
         rivals = [c for c in condition_mentions(evidence) if c not in statement.lower()]
         if rivals:
-            return FactCheck("conflict", f"named condition differs: {condition} vs {rivals[0]}")
+            return FactCheck(
+                "conflict", f"{condition} is not in the source, which names {rivals[0]}"
+            )
         return FactCheck("missing", f"condition {condition} not mentioned in the source")
     return AGREE
 
