@@ -31,10 +31,11 @@ run: $(STAMP) ## Migrate the database, load demo data if empty, serve the dashbo
 	-$(BIN)/groundwatch doctor
 	$(BIN)/groundwatch serve --port $(PORT)
 
-lint: $(STAMP) ## ruff (lint + format check) and mypy
+lint: $(STAMP) ## ruff (lint + format check), mypy and the import contracts (lint-imports)
 	$(BIN)/ruff check core dashboard tests benchmarks
 	$(BIN)/ruff format --check core dashboard tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP) ## mypy only
 	$(BIN)/mypy

@@ -410,6 +410,23 @@ def login_wait(key: str, *, now: datetime | None = None) -> float:
     return max(0.0, (last - now).total_seconds() + delay)
 
 
+def audit_events(action: str | None, limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` audit events (of one ``action``, or all), newest first (not cached:
+    the admin reads the trail as it is now)."""
+    with read_session(engine()) as s:
+        return [
+            {
+                "at": e.at.isoformat(),
+                "actor": e.actor,
+                "action": e.action,
+                "target_type": e.target_type,
+                "target_id": e.target_id,
+                "detail": e.detail,
+            }
+            for e in repo.list_audit_events(session=s, action=action, limit=limit)
+        ]
+
+
 def audit(*, action: str, target_type: str, target_id: str, actor: str | None = None) -> None:
     """Append an audit event (ids only, never patient text).
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.cli.common import InputError, decode_utf8, parse_json
 from core.evidence import EvidenceSchemaError, validate_evidence_schema
+from core.inputs import InputError, decode_utf8, parse_json
 
 TRANSCRIPT_KEYS = ("transcript", "text", "dialogue", "conversation")
 TURN_TEXT_KEYS = ("text", "utterance", "content")

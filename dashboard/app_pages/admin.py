@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from core.auth import AuthConfigError
-from core.storage import repo
-from core.storage.db import read_session
 from dashboard import auth, data, exports
 
 AUDIT_FIELDS = ("at", "actor", "action", "target_type", "target_id", "detail")
@@ -39,26 +35,11 @@ else:
     st.caption("Manage users with `groundwatch users add|remove`; passwords are bcrypt-hashed.")
 
 
-def _events(action: str | None, limit: int) -> list[dict[str, Any]]:
-    with read_session(data.engine()) as s:
-        return [
-            {
-                "at": e.at.isoformat(),
-                "actor": e.actor,
-                "action": e.action,
-                "target_type": e.target_type,
-                "target_id": e.target_id,
-                "detail": e.detail,
-            }
-            for e in repo.list_audit_events(session=s, action=action, limit=limit)
-        ]
-
-
 actor = auth.actor()  # read now: the export runs on click, after this script
 
 
 def _export_csv(action: str | None) -> str:
-    rows = _events(action, 100_000)
+    rows = data.audit_events(action, 100_000)
     data.audit(actor=actor, action="export", target_type="audit_event", target_id=action or "all")
     return exports.rows_to_csv(rows, AUDIT_FIELDS)
 
@@ -68,7 +49,7 @@ c1, c2 = st.columns([2, 1])
 picked = c1.selectbox("Action", ["all", *ACTIONS], key="admin_action")
 limit = int(c2.number_input("Rows", 10, 10_000, 500, step=100, key="admin_limit"))
 chosen = None if picked in (None, "all") else str(picked)
-events = _events(chosen, limit)
+events = data.audit_events(chosen, limit)
 st.dataframe(events, hide_index=True, key="admin_events")
 st.caption(f"{len(events):,} events, newest first.")
 st.download_button(
