@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -51,6 +52,18 @@ def _clean_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reset_settings_cache()
     yield
     reset_settings_cache()
+
+
+@pytest.fixture(autouse=True)
+def _restore_log_levels() -> Iterator[None]:
+    """The dashboard and the CLI set the level of Groundwatch's loggers for their process (the
+    configured GROUNDWATCH_LOG_LEVEL); in the one process that runs every test, a level set by
+    one test must not hide the log lines a later test reads."""
+    loggers = [logging.getLogger(name) for name in ("", "core", "dashboard", "groundwatch")]
+    levels = [lg.level for lg in loggers]
+    yield
+    for lg, level in zip(loggers, levels, strict=True):
+        lg.setLevel(level)
 
 
 def _fresh_pg_database(server_url: str) -> tuple[str, Engine]:
