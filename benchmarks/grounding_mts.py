@@ -14,6 +14,14 @@ default), the previous rules-only verifier (no learned model), per kind of hallu
 on the real sentences, and AUROC of the statement's support (higher support = less likely
 hallucinated).
 
+A second table reads whole sections, as a reviewer of automatic summaries does: each test
+section as written (clean) and the same section with one sentence replaced by its generated
+hallucination (hallucinated), ranked by the share of statements not grounded (one minus the
+grounding score, the product's headline score), by the least support of any statement, and by
+the chance that at least one statement is unsupported (one minus the product of the
+statements' support). The share of the section's words the dialogue never says is the
+baseline any verifier must beat.
+
     python benchmarks/grounding_mts.py --data ../shared/data [--sets 1,2] [--encounters N]
 """
 
@@ -43,15 +51,18 @@ def auroc(labels: list[int], scores: list[float]) -> float:
 
 def evaluate(verifier: Any, cases: list[tuple[list[Any], list[Any]]]) -> dict[str, Any]:
     """Flags and support of every statement of ``cases`` ((sources, [(statement, kind of
-    hallucination or None, original)])); per-kind and overall scores."""
+    hallucination or None, original)])); per-kind and overall scores, and each case's
+    statements as (kind, original, flagged, support) for :func:`section_rows`."""
     per_kind: dict[str, list[tuple[int, int]]] = defaultdict(list)
     labels: list[int] = []
     flags: list[int] = []
     risk: list[float] = []
+    sections: list[list[tuple[str | None, str, int, float]]] = []
     started = time.perf_counter()
     for sources, items in cases:
         results = verifier.verify_statements([t for t, _, _ in items], sources)
         flag_of: dict[str, int] = {}
+        section = []
         for (_, kind, orig), res in zip(items, results, strict=True):
             flag = int(not res.is_grounded)
             support = res.support if res.support is not None else float(res.is_grounded)
@@ -60,8 +71,10 @@ def evaluate(verifier: Any, cases: list[tuple[list[Any], list[Any]]]) -> dict[st
             labels.append(int(kind is not None))
             flags.append(flag)
             risk.append(1.0 - support)
+            section.append((kind, orig, flag, support))
             if kind is None:
                 flag_of[orig] = flag
+        sections.append(section)
         for (_, kind, orig), res in zip(items, results, strict=True):
             if kind is not None:
                 per_kind[kind].append((flag_of[orig], int(not res.is_grounded)))
@@ -86,7 +99,60 @@ def evaluate(verifier: Any, cases: list[tuple[list[Any], list[Any]]]) -> dict[st
         "real_sentences": len(real),
         "hallucinations": sum(labels),
         "statements_per_s": len(labels) / elapsed if elapsed else 0.0,
+        "sections": sections,
     }
+
+
+def section_rows(
+    sections: list[list[tuple[str | None, str, int, float]]], seed: int
+) -> list[tuple[int, float, float, float]]:
+    """Whole sections: (label, share not grounded, one minus the least support, chance that
+    one is unsupported) for each section as written (label 0) and, where one of its
+    sentences has a hallucination, the section with that sentence replaced (label 1; the
+    sentence and its hallucination chosen with ``seed``)."""
+    rng = random.Random(seed)
+    out = []
+    for section in sections:
+        real = [(orig, flag, sup) for kind, orig, flag, sup in section if kind is None]
+        if not real:
+            continue
+        fakes = [(orig, flag, sup) for kind, orig, flag, sup in section if kind is not None]
+        out.append(_aggregate(0, [(f, s) for _, f, s in real]))
+        if fakes:
+            orig, flag, sup = rng.choice(fakes)
+            swapped = [(f, s) for o, f, s in real if o != orig] + [(flag, sup)]
+            out.append(_aggregate(1, swapped))
+    return out
+
+
+def _aggregate(label: int, statements: list[tuple[int, float]]) -> tuple[int, float, float, float]:
+    share = sum(f for f, _ in statements) / len(statements)
+    least = min(s for _, s in statements)
+    none_unsupported = 1.0
+    for _, s in statements:
+        none_unsupported *= s
+    return label, share, 1.0 - least, 1.0 - none_unsupported
+
+
+def section_texts(cases: list[tuple[list[Any], list[Any]]], seed: int) -> list[tuple[int, float]]:
+    """The baseline: (label, share of the section's content words the dialogue never says),
+    for the same sections and swaps as :func:`section_rows`."""
+    from core.grounding.support import novelty
+
+    rng = random.Random(seed)
+    out = []
+    for sources, items in cases:
+        real = [orig for _, kind, orig in items if kind is None]
+        if not real:
+            continue
+        dialogue = [c.text for c in sources]
+        out.append((0, novelty(" ".join(real), dialogue)))
+        fakes = [(text, orig) for text, kind, orig in items if kind is not None]
+        if fakes:
+            text, orig = rng.choice(fakes)
+            swapped = [r for r in real if r != orig] + [text]
+            out.append((1, novelty(" ".join(swapped), dialogue)))
+    return out
 
 
 def test_cases(rows: list[dict[str, str]], seed: int) -> list[tuple[list[Any], list[Any]]]:
@@ -132,6 +198,7 @@ def main() -> None:
     if "rules" in chosen:
         verifiers["rules only (previous)"] = GroundingVerifier(embedder=embedder)
     summary = []
+    whole: list[dict[str, Any]] = []
     details: dict[str, Any] = {}
     for key in args.sets.split(","):
         rows = load_set(args.data, key.strip())
@@ -152,8 +219,32 @@ def main() -> None:
                 "auroc": 0.5,
             }
         )
+        baseline_rows = section_texts(cases, args.seed)
+        whole.append(
+            {
+                "set": f"TestSet-{key}",
+                "ranked by": "new words (baseline)",
+                "sections": len(baseline_rows),
+                "auroc": auroc([y for y, _ in baseline_rows], [v for _, v in baseline_rows]),
+            }
+        )
         for label, verifier in verifiers.items():
             out = evaluate(verifier, cases)
+            rows_ = section_rows(out.pop("sections"), args.seed)
+            ys = [r[0] for r in rows_]
+            for name, col in (
+                ("share not grounded", 1),
+                ("least support", 2),
+                ("any unsupported", 3),
+            ):
+                whole.append(
+                    {
+                        "set": f"TestSet-{key}",
+                        "ranked by": f"{label}: {name}",
+                        "sections": len(rows_),
+                        "auroc": auroc(ys, [r[col] for r in rows_]),
+                    }
+                )
             details[f"{key}/{label}"] = out
             summary.append(
                 {
@@ -181,8 +272,13 @@ def main() -> None:
         summary,
         ["set", "verifier", "f1", "precision", "recall", "false alarms", "auroc", "statements/s"],
     )
+    print_table(
+        whole,
+        ["set", "ranked by", "sections", "auroc"],
+        "Whole sections: as written vs one sentence replaced by a hallucination (AUROC)",
+    )
     if args.json:
-        print_json({"summary": summary, "details": details})
+        print_json({"summary": summary, "sections": whole, "details": details})
 
 
 if __name__ == "__main__":
