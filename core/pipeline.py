@@ -26,7 +26,7 @@ from core.config import Settings
 from core.records import ConversationRecord
 from core.storage import models as m
 from core.storage import repo
-from core.storage.db import write_session
+from core.storage.db import read_session, write_session
 from core.text import content_hash, short_hash
 
 log = logging.getLogger(__name__)
@@ -266,9 +266,21 @@ class QualityPipeline:
         Records are processed in time order so that each is checked for consistency against
         the same patient's earlier answers, including earlier records of this batch. Model
         work (grounding, evidence) runs batched before the transaction opens.
+
+        Idempotency comes first: a record stored already with the same content costs one
+        lookup and is not checked again; its report (``store_status`` ``unchanged``) carries
+        the stored scores, flag, warnings and check statuses.
         """
         ordered = sorted(records, key=lambda r: r.when)
-        works = [_Work(record=r, started=time.perf_counter()) for r in ordered]
+        unchanged = self._unchanged_reports(ordered)
+        works = [
+            _Work(record=r, started=time.perf_counter()) for r in ordered if r.id not in unchanged
+        ]
+        if not works:
+            if progress is not None:
+                progress(len(ordered))
+            log.info("pipeline: %d records unchanged, nothing to check", len(unchanged))
+            return [unchanged[r.id] for r in records]
         self._run_evidence(works)
         self._run_grounding(works)
         self._run_selfcheck(works)
@@ -297,16 +309,36 @@ class QualityPipeline:
                     w.checks.clear()
                     w.checks.update(checks)
         if progress is not None:
-            progress(len(works))
+            progress(len(ordered))
         reports = [
             QualityReport(
                 conversation_id=outcome.conversation_id, store_status=outcome.status, **fields
             )
             for (_, fields), outcome in zip(pending, outcomes, strict=True)
         ]
-        by_id = {r.external_id: r for r in reports}
-        log.info("pipeline stored %d records", len(reports))
+        by_id = {**unchanged, **{r.external_id: r for r in reports}}
+        log.info("pipeline stored %d records, %d unchanged", len(reports), len(unchanged))
         return [by_id[r.id] for r in records]
+
+    def _unchanged_reports(self, records: Sequence[ConversationRecord]) -> dict[str, QualityReport]:
+        """Reports of the records stored already with the same content (external id ->
+        report from the stored row), found by one lookup before any check runs. A record
+        given twice in one batch is always checked (the later copy decides)."""
+        counts: dict[str, int] = {}
+        for r in records:
+            counts[r.id] = counts.get(r.id, 0) + 1
+        ids = {repo.conversation_id_for(r.id): r for r in records if counts[r.id] == 1}
+        if not ids:
+            return {}
+        with read_session(self.engine) as session:
+            stored = repo.stored_conversations(session=session, conversation_ids=list(ids))
+        out: dict[str, QualityReport] = {}
+        for conv_id, conv in stored.items():
+            record = ids[conv_id]
+            if conv.content_hash != record.fingerprint():
+                continue
+            out[record.id] = _stored_report(record.id, conv)
+        return out
 
     # ------------------------------------------------------------------ stages
 
@@ -447,6 +479,7 @@ class QualityPipeline:
         statements = list(w.grounding.statements) if w.grounding is not None else []
         flagged_statements = sum(1 for st in statements if st.status != "grounded")
         contradictions = list(consistency.contradictions) if consistency is not None else []
+        kinds = _classify(statements, contradictions, w)
         is_flagged = bool(risk.flagged or flagged_statements or contradictions)
         elapsed = int((time.perf_counter() - w.started) * 1000)
         keep_text = s.enable_conversation_history
@@ -491,7 +524,7 @@ class QualityPipeline:
         )
         bundle = repo.ConversationBundle(conversation=conv)
         source_text = {src.id: src.text for src in rec.sources}
-        for st in statements:
+        for st, (kind, severity) in zip(statements, kinds, strict=True):
             bundle.statements.append(
                 m.StatementCheck(
                     conversation_id=conv_id,
@@ -511,6 +544,8 @@ class QualityPipeline:
                     verification_method=st.verification_method,
                     reason=st.reason if keep_text else None,
                     risk=statement_risk(st.status, st.confidence),
+                    kind=kind,
+                    severity=severity,
                 )
             )
         del source_text
@@ -704,6 +739,34 @@ class QualityPipeline:
         return result
 
 
+def _classify(
+    statements: Sequence[Any], contradictions: Sequence[Any], w: _Work
+) -> list[tuple[str | None, str | None]]:
+    """Kind and severity of each statement (None, None for a grounded one): what is wrong and
+    what it would cost a patient (:mod:`core.severity`). A classifier error leaves the
+    statements unclassified and fails the ``severity`` check, naming the error type only."""
+    from core.severity import EarlierConflict, classify
+
+    earlier = [EarlierConflict(c.current_statement, c.severity) for c in contradictions]
+    try:
+        out: list[tuple[str | None, str | None]] = []
+        for st in statements:
+            found = classify(
+                status=st.status,
+                statement=st.statement,
+                reason=st.reason,
+                evidence=st.supporting_evidence,
+                signals=st.signals,
+                earlier=earlier,
+            )
+            out.append((found.kind, found.severity) if found is not None else (None, None))
+        return out
+    except Exception as exc:
+        w.checks["severity"] = failed(f"kind and severity not read ({type(exc).__name__})")
+        log.warning("severity classification failed: %s", type(exc).__name__)
+        return [(None, None)] * len(statements)
+
+
 def _unit(value: float | None) -> float | None:
     if value is None:
         return None
@@ -711,3 +774,32 @@ def _unit(value: float | None) -> float | None:
 
 
 __all__ = ["QualityPipeline", "QualityReport", "statement_risk", "transcript_text", "LLMError"]
+
+
+def _stored_report(external_id: str, conv: m.Conversation) -> QualityReport:
+    """The report of a record stored already with the same content, from its stored row (not
+    checked again: the scores, flag, warnings and check statuses are those stored)."""
+    from core.quality import QualityMetrics
+
+    checks = {
+        name: CheckStatus(value.get("status", "failed"), value.get("reason"))
+        for name, value in (conv.check_status or {}).items()
+        if isinstance(value, dict)
+    }
+    return QualityReport(
+        external_id=external_id,
+        conversation_id=str(conv.id),
+        store_status="unchanged",
+        metrics=QualityMetrics(
+            grounding_score=conv.grounding_score,
+            consistency_score=conv.consistency_score,
+            confidence_score=conv.confidence_score,
+            hallucination_risk=conv.hallucination_risk,
+            overall_quality=conv.overall_quality,
+        ),
+        risk=None,
+        warnings=tuple(str(w) for w in (conv.warnings or ())),
+        checks=checks,
+        execution_time_ms=0,
+        is_flagged=bool(conv.is_flagged),
+    )

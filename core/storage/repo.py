@@ -393,6 +393,20 @@ def store_many(
     return [outcomes[i] for i in ids]
 
 
+def stored_conversations(
+    *, session: Session, conversation_ids: Sequence[str]
+) -> dict[str, Conversation]:
+    """The stored conversations among ``conversation_ids`` (id -> row), read in chunks: what
+    the pipeline compares content hashes with before it runs any check."""
+    found: dict[str, Conversation] = {}
+    unique = sorted(set(conversation_ids))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        stmt = select(Conversation).where(Conversation.id.in_(chunk))
+        found.update((str(c.id), c) for c in session.scalars(stmt))
+    return found
+
+
 def store_bundles(*, engine: Engine, bundles: Sequence[ConversationBundle]) -> list[StoreOutcome]:
     """Store many bundles in ONE transaction: all land or none does."""
     with write_session(engine) as session:
@@ -424,6 +438,20 @@ def create_review(
         created_at=datetime.now(UTC),
     )
     session.add(review)
+    session.flush()
+    return review
+
+
+def delete_review(*, session: Session, review_id: int, reviewer: str) -> Review:
+    """Take back a verdict (the undo of the review queue): only the reviewer who gave it may.
+
+    Raises:
+        LookupError: no verdict with this id given by ``reviewer``.
+    """
+    review = session.get(Review, review_id)
+    if review is None or review.reviewer != reviewer.strip():
+        raise LookupError(f"no verdict {review_id} given by this reviewer")
+    session.delete(review)
     session.flush()
     return review
 
@@ -656,9 +684,112 @@ class FlaggedStatement:
     evidence_end: int | None
     verdict: str | None
     reviewer: str | None
+    kind: str | None = None
+    severity: str | None = None
 
 
 ReviewState = Literal["all", "unreviewed", "reviewed"]
+QueueOrder = Literal["risk", "severity"]
+UNCLASSIFIED = "unclassified"
+
+# severity as a sort rank (critical first; unclassified last): core.severity.SEVERITY_RANK
+_SEVERITY_RANK = case(
+    (StatementCheck.severity == "critical", 4),
+    (StatementCheck.severity == "high", 3),
+    (StatementCheck.severity == "medium", 2),
+    (StatementCheck.severity == "low", 1),
+    else_=0,
+)
+
+
+def _in_or_null(column: Any, values: Sequence[str]) -> Any:
+    """``column`` among ``values``, where "unclassified" stands for NULL."""
+    from sqlalchemy import or_
+
+    named = [v for v in values if v != UNCLASSIFIED]
+    parts = [column.in_(named)] if named else []
+    if UNCLASSIFIED in values:
+        parts.append(column.is_(None))
+    return or_(*parts)
+
+
+def _queue_conds(
+    filters: Filters,
+    statuses: Sequence[str],
+    review_state: ReviewState,
+    kinds: Sequence[str],
+    severities: Sequence[str],
+) -> list[Any]:
+    from sqlalchemy import exists
+
+    reviewed = exists().where(Review.statement_check_id == StatementCheck.id)
+    conds: list[Any] = [StatementCheck.status.in_(list(statuses)), *_conv_where(filters)]  # type: ignore[attr-defined]
+    if review_state == "unreviewed":
+        conds.append(~reviewed)
+    elif review_state == "reviewed":
+        conds.append(reviewed)
+    if kinds:
+        conds.append(_in_or_null(StatementCheck.kind, kinds))
+    if severities:
+        conds.append(_in_or_null(StatementCheck.severity, severities))
+    return conds
+
+
+def queue_facets(
+    *,
+    session: Session,
+    filters: Filters = Filters(),
+    statuses: Sequence[str] = ("unsupported", "contradicted"),
+    review_state: ReviewState = "unreviewed",
+    kinds: Sequence[str] = (),
+    severities: Sequence[str] = (),
+    patients: bool = True,
+) -> dict[str, dict[str, int]]:
+    """How many queue items each filter option leaves: counts by ``kind``, ``severity``,
+    ``model`` and ``patient`` (when ``patients``), each counted under every other filter but
+    its own (so an option shows what choosing it would leave). NULL kind or severity counts as
+    "unclassified". Aggregated in SQL."""
+    out: dict[str, dict[str, int]] = {}
+    no_models = Filters(filters.start, filters.end, (), filters.patient_ids)
+    no_patients = Filters(filters.start, filters.end, filters.models, ())
+    facets: list[tuple[str, Any, list[Any]]] = [
+        (
+            "kind",
+            StatementCheck.kind,
+            _queue_conds(filters, statuses, review_state, (), severities),
+        ),
+        (
+            "severity",
+            StatementCheck.severity,
+            _queue_conds(filters, statuses, review_state, kinds, ()),
+        ),
+        (
+            "model",
+            Conversation.model_used,
+            _queue_conds(no_models, statuses, review_state, kinds, severities),
+        ),
+    ]
+    if patients:
+        facets.append(
+            (
+                "patient",
+                Conversation.patient_id,
+                _queue_conds(no_patients, statuses, review_state, kinds, severities),
+            )
+        )
+    for name, column, conds in facets:
+        stmt = (
+            select(column, func.count())
+            .select_from(StatementCheck)
+            .join(Conversation, Conversation.id == StatementCheck.conversation_id)
+            .where(*conds)
+            .group_by(column)
+        )
+        out[name] = {
+            (UNCLASSIFIED if value is None else str(value)): int(n)
+            for value, n in session.execute(stmt)
+        }
+    return out
 
 
 def _latest_review_subquery() -> Any:
@@ -1159,22 +1290,20 @@ def flagged_statements(
     review_state: ReviewState = "all",
     offset: int = 0,
     limit: int = 50,
+    kinds: Sequence[str] = (),
+    severities: Sequence[str] = (),
+    order: QueueOrder = "risk",
 ) -> tuple[list[FlaggedStatement], int]:
-    """Flagged statements, riskiest first, one page at a time, with the total count.
+    """Flagged statements, riskiest first (``order="severity"``: most severe first, then
+    riskiest; unclassified last), one page at a time, with the total count.
 
+    ``kinds`` and ``severities`` keep only those (empty: all; "unclassified" is NULL).
     Each row carries its latest verdict. "Reviewed" is an EXISTS test on ``review`` (an
     anti-join the planner estimates well, where a left join on the latest verdict made it
     pick nested loops over every flagged statement); the latest verdict is then looked up
     for the page's rows only.
     """
-    from sqlalchemy import exists
-
-    reviewed = exists().where(Review.statement_check_id == StatementCheck.id)
-    conds: list[Any] = [StatementCheck.status.in_(list(statuses)), *_conv_where(filters)]  # type: ignore[attr-defined]
-    if review_state == "unreviewed":
-        conds.append(~reviewed)
-    elif review_state == "reviewed":
-        conds.append(reviewed)
+    conds = _queue_conds(filters, statuses, review_state, kinds, severities)
     joined = (
         select(StatementCheck.id)
         .join(Conversation, Conversation.id == StatementCheck.conversation_id)
@@ -1186,6 +1315,7 @@ def flagged_statements(
         .join(Conversation, Conversation.id == StatementCheck.conversation_id)
         .where(*conds)
         .order_by(
+            *([_SEVERITY_RANK.desc()] if order == "severity" else []),
             StatementCheck.risk.desc(),  # type: ignore[attr-defined]
             Conversation.query_timestamp.desc(),  # type: ignore[attr-defined]
             StatementCheck.id,
@@ -1229,6 +1359,8 @@ def flagged_statements(
                 evidence_end=sc.evidence_end,
                 verdict=verdict,
                 reviewer=reviewer,
+                kind=sc.kind,
+                severity=sc.severity,
             )
         )
     return out, total
@@ -1252,3 +1384,115 @@ def rebuild_model_rollup(*, session: Session) -> int:
         )
     )
     return int(session.execute(select(func.count()).select_from(QualityDailyModel)).scalar_one())
+
+
+# --------------------------------------------------------------------------- per-model views
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTrendPoint:
+    """One model's scores in one period (averages; None when nothing was scored)."""
+
+    model: str
+    period: date
+    conversations: int
+    flagged: int
+    grounding: float | None
+    consistency: float | None
+    confidence: float | None
+    risk: float | None
+    quality: float | None
+
+    @property
+    def flagged_share(self) -> float:
+        return self.flagged / self.conversations if self.conversations else 0.0
+
+
+def quality_trend_by_model(
+    *, session: Session, filters: Filters = Filters(), granularity: Granularity = "day"
+) -> list[ModelTrendPoint]:
+    """:func:`quality_trend` split by model: one row per model and period, from the rollup."""
+    t = _rollup_table(filters)
+    if granularity == "day":
+        bucket: Any = t.day
+    elif session.get_bind().dialect.name == "postgresql":
+        bucket = func.date_trunc("week", t.day)
+    else:
+        bucket = func.date(t.day, "weekday 0", "-6 days")
+    stmt = (
+        select(
+            t.model_used,
+            bucket.label("period"),
+            func.sum(t.n),
+            func.sum(t.n_flagged),
+            _avg("sum_grounding", "n_grounding", t),
+            _avg("sum_consistency", "n_consistency", t),
+            _avg("sum_confidence", "n_confidence", t),
+            _avg("sum_risk", "n_risk", t),
+            _avg("sum_quality", "n_quality", t),
+        )
+        .where(*_rollup_where(filters, t))
+        .group_by(t.model_used, bucket)
+        .having(func.sum(t.n) > 0)
+        .order_by(t.model_used, bucket)
+    )
+    return [
+        ModelTrendPoint(str(r[0]), _to_date(r[1]), int(r[2]), int(r[3]), *(_f(v) for v in r[4:]))
+        for r in session.execute(stmt)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStats:
+    """Counts, sums and sums of squares of one model's answers over a filter: enough for the
+    shares, the means and their confidence intervals without reading the rows."""
+
+    model: str
+    conversations: int
+    flagged: int
+    n_grounding: int
+    sum_grounding: float
+    sumsq_grounding: float
+    n_consistency: int
+    sum_consistency: float
+    sumsq_consistency: float
+
+
+def model_stats(*, session: Session, filters: Filters = Filters()) -> list[ModelStats]:
+    """Per-model counts and sums over the filter, aggregated in SQL over ``conversation``
+    (the rollup holds no sums of squares; the (model, time) index serves the scan)."""
+    c = Conversation
+
+    def sums(col: Any) -> tuple[Any, Any, Any]:
+        return (
+            func.count(col),
+            func.coalesce(func.sum(col), 0.0),
+            func.coalesce(func.sum(col * col), 0.0),
+        )
+
+    stmt = (
+        select(
+            c.model_used,
+            func.count(),
+            func.coalesce(func.sum(case((c.is_flagged, 1), else_=0)), 0),
+            *sums(c.grounding_score),
+            *sums(c.consistency_score),
+        )
+        .where(*_conv_where(filters))
+        .group_by(c.model_used)
+        .order_by(c.model_used)
+    )
+    return [
+        ModelStats(
+            str(r[0]),
+            int(r[1]),
+            int(r[2]),
+            int(r[3]),
+            float(r[4]),
+            float(r[5]),
+            int(r[6]),
+            float(r[7]),
+            float(r[8]),
+        )
+        for r in session.execute(stmt)
+    ]

@@ -237,3 +237,42 @@ def test_embeddings_persist_in_this_database_only(
     assert stored > 0
     assert pipeline.embedder.store is not None
     assert get_embedder(None).store is None  # the shared model is not tied to one database
+
+
+def test_an_unchanged_record_costs_a_lookup_and_no_check(
+    pipeline: QualityPipeline, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = {r.external_id: r for r in pipeline.process_many(HISTORY)}
+    edited = rec(3, 16, "Blood pressure today 130/80. Lisinopril was restarted at 10 mg daily.")
+    checked: list[list[str]] = []
+    original = QualityPipeline._run_grounding
+
+    def spy(self: QualityPipeline, works: list) -> None:  # type: ignore[type-arg]
+        checked.append([w.record.id for w in works])
+        original(self, works)
+
+    monkeypatch.setattr(QualityPipeline, "_run_grounding", spy)
+    again = pipeline.process_many([*HISTORY[:2], edited, *HISTORY[3:]])
+    assert checked == [["r-3"]]  # only the edited record is checked again
+    by_id = {r.external_id: r for r in again}
+    assert by_id["r-3"].store_status == "updated"
+    for key in ("r-1", "r-2", "r-4", "r-5"):
+        stored, before = by_id[key], first[key]
+        assert stored.store_status == "unchanged"
+        assert stored.conversation_id == before.conversation_id
+        assert stored.is_flagged == before.is_flagged
+        assert stored.metrics.grounding_score == pytest.approx(before.metrics.grounding_score)
+        assert stored.checks["grounding"].status == before.checks["grounding"].status
+        assert stored.warnings == before.warnings
+    checked.clear()
+    assert {r.store_status for r in pipeline.process_many(HISTORY[:2])} == {"unchanged"}
+    assert checked == []  # nothing to check: no model work at all
+    with read_session(engine) as session:
+        assert repo.count_conversations(session=session) == len(HISTORY)
+
+
+def test_a_record_given_twice_in_one_batch_is_checked(pipeline: QualityPipeline) -> None:
+    pipeline.process_many(HISTORY[:1])
+    twice = [HISTORY[0], rec(1, 2, "The patient takes metformin 500 mg twice daily.")]
+    reports = pipeline.process_many(twice)
+    assert [r.store_status for r in reports][-1] == "updated"
