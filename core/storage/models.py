@@ -203,6 +203,12 @@ class StatementCheck(SQLModel, table=True):
         default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
     )
     risk: float = Field(default=0.0)
+    # what is wrong with a flagged statement (core.severity.KINDS: number, negation, side, drug,
+    # condition, allergy, invented, earlier_answer) and what it would cost a patient
+    # (critical, high, medium, low; docs/severity.md); NULL for a grounded statement and for
+    # one whose text was gone when kinds came (migration 0003): shown as "unclassified"
+    kind: str | None = Field(default=None, sa_column=Column(String(20)))
+    severity: str | None = Field(default=None, sa_column=Column(String(10)))
     verified_at: datetime = _ts()
 
 

@@ -74,7 +74,7 @@ def test_migrated_schema_equals_models(engine: Engine) -> None:
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
     assert diff == []
-    assert current_revision(engine) == "0002"
+    assert current_revision(engine) == "0003"
 
 
 def test_upgrade_is_idempotent(db_url: str) -> None:
@@ -82,7 +82,7 @@ def test_upgrade_is_idempotent(db_url: str) -> None:
     upgrade_to_head(db_url)
     from core.storage.db import get_engine
 
-    assert current_revision(get_engine(db_url)) == "0002"
+    assert current_revision(get_engine(db_url)) == "0003"
 
 
 def test_round_trip_with_checks(engine: Engine) -> None:
