@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -894,3 +894,111 @@ def save_upload(
         "store_status": report.store_status,
         "is_flagged": report.is_flagged,
     }
+
+
+# --------------------------------------------------------------------------- analyst views
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _trend_by_model(url: str, key: tuple[Any, ...], granularity: str) -> list[dict[str, Any]]:
+    with read_session(_engine(url)) as s:
+        points = repo.quality_trend_by_model(
+            session=s,
+            filters=to_filters(key),
+            granularity="week" if granularity == "week" else "day",
+        )
+    return [{"model": p.model, **_trend_row(p)} for p in points]
+
+
+def trend_by_model(f: FilterState, granularity: str) -> list[dict[str, Any]]:
+    """:func:`trend` split by model: one row per model and period (aggregated in SQL)."""
+    return _trend_by_model(database_url(), f.key(), granularity)
+
+
+def _model_row(x: dict[str, Any] | None) -> dict[str, Any]:
+    """Shares, means and 95 % intervals of one model (Wilson for the share, t for means)."""
+    from core.stats import mean_interval, wilson_interval
+
+    if x is None:
+        return {"conversations": 0, "flagged": 0, "flagged_share": None}
+    out: dict[str, Any] = {
+        "conversations": x["conversations"],
+        "flagged": x["flagged"],
+        "flagged_share": x["flagged"] / x["conversations"] if x["conversations"] else None,
+        "flagged_share_ci": wilson_interval(x["flagged"], x["conversations"]),
+    }
+    for name in ("grounding", "consistency"):
+        n, total, squares = x[f"n_{name}"], x[f"sum_{name}"], x[f"sumsq_{name}"]
+        out[name] = total / n if n else None
+        out[f"{name}_n"] = n
+        out[f"{name}_ci"] = mean_interval(n, total, squares)
+    return out
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _model_stats(url: str, key: tuple[Any, ...]) -> dict[str, dict[str, Any]]:
+    with read_session(_engine(url)) as s:
+        return {x.model: asdict(x) for x in repo.model_stats(session=s, filters=to_filters(key))}
+
+
+def model_summary(f: FilterState) -> list[dict[str, Any]]:
+    """One row per model: volume, share flagged, mean grounding and consistency with their
+    95 % intervals, and the change against the period of the same length just before
+    (``None`` where either period has no value). Models of either period are listed."""
+    now = _model_stats(database_url(), f.key())
+    prev_f = f.previous()
+    before = _model_stats(database_url(), prev_f.key()) if prev_f is not None else {}
+    rows = []
+    for model in sorted(set(now) | set(before)):
+        cur, old = _model_row(now.get(model)), _model_row(before.get(model))
+        row = {"model": model, **cur}
+        row["conversations_change"] = cur["conversations"] - old["conversations"]
+        for name in ("flagged_share", "grounding", "consistency"):
+            a, b = cur.get(name), old.get(name)
+            row[f"{name}_change"] = None if a is None or b is None else a - b
+        rows.append(row)
+    return rows
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _answers_at(url: str, key: tuple[Any, ...], limit: int) -> list[dict[str, Any]]:
+    with read_session(_engine(url)) as s:
+        rows = repo.recent_conversations(session=s, filters=to_filters(key), limit=limit)
+        # ids, times and scores only: no patient id, no record text (analysts read this)
+        return [
+            {
+                "id": c.id,
+                "external_id": c.external_id,
+                "timestamp": c.query_timestamp,
+                "model": c.model_used,
+                "grounding": c.grounding_score,
+                "consistency": c.consistency_score,
+                "confidence": c.confidence_score,
+                "risk": c.hallucination_risk,
+                "flagged": c.is_flagged,
+            }
+            for c in rows
+        ]
+
+
+def answers_at(
+    f: FilterState,
+    period: date,
+    *,
+    granularity: str = "day",
+    model: str | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """The answers behind one chart point: those of ``period`` (a day, or the week starting
+    that day) within the filters, of ``model`` when given, newest first, up to ``limit``.
+
+    Rows carry ids, times, the model and the scores: never a patient id or record text.
+    """
+    last = period + timedelta(days=6 if granularity == "week" else 0)
+    start = max(period, f.start) if f.start else period
+    end = min(last, f.end) if f.end else last
+    if end < start or (model is not None and f.models and model not in f.models):
+        return []
+    models = (model,) if model is not None else f.models
+    sub = FilterState(start, end, models, f.patients)
+    return _answers_at(database_url(), sub.key(), limit)

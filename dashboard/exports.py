@@ -10,6 +10,7 @@ import io
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
+from urllib.parse import quote
 
 from core.text import csv_cell
 from dashboard.highlight import Highlight, escape_text, highlight_html
@@ -27,6 +28,8 @@ QUEUE_FIELDS = (
     "method",
     "confidence",
     "risk",
+    "severity",
+    "kind",
     "reason",
     "source_chunk_id",
     "evidence",
@@ -244,9 +247,144 @@ def report_html(conv: Mapping[str, Any]) -> str:
     )
 
 
+#: Columns of the CSV of a score trend chart (one row per model and period, as drawn).
+TREND_FIELDS = (
+    "period",
+    "model",
+    "answers",
+    "few_answers",
+    "grounding",
+    "consistency",
+    "confidence",
+    "risk",
+)
+#: Columns of the CSV of the volume chart.
+VOLUME_FIELDS = ("period", "model", "answers", "flagged", "flagged_share", "few_answers")
+#: Columns of the CSV of the per-model table.
+MODEL_SUMMARY_FIELDS = (
+    "model",
+    "answers",
+    "answers_change",
+    "flagged_share",
+    "flagged_share_low",
+    "flagged_share_high",
+    "flagged_share_change",
+    "grounding",
+    "grounding_low",
+    "grounding_high",
+    "grounding_change",
+    "consistency",
+    "consistency_low",
+    "consistency_high",
+    "consistency_change",
+)
+
+
+def chart_rows(
+    rows: Sequence[Mapping[str, Any]], *, min_answers: int, all_models: str
+) -> list[dict[str, Any]]:
+    """The rows a trend chart draws, as its CSV holds them: the model's label (``all_models``
+    for the merged line), ``answers`` behind each point and whether they are few (below
+    ``min_answers``), ordered by model and period like the chart's lines."""
+    out = []
+    for r in rows:
+        n = int(r.get("conversations") or 0)
+        out.append(
+            {
+                **r,
+                "model": all_models if r.get("model") is None else r["model"],
+                "answers": n,
+                "few_answers": n < min_answers,
+            }
+        )
+    return sorted(out, key=lambda r: (str(r["model"]), r["period"]))
+
+
+def model_summary_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The per-model table flattened for its CSV (each interval as ``_low``/``_high``)."""
+    out = []
+    for r in rows:
+        flat: dict[str, Any] = {
+            "model": r["model"],
+            "answers": r.get("conversations"),
+            "answers_change": r.get("conversations_change"),
+        }
+        for name in ("flagged_share", "grounding", "consistency"):
+            ci = r.get(f"{name}_ci")
+            flat[name] = r.get(name)
+            flat[f"{name}_low"], flat[f"{name}_high"] = ci if ci else (None, None)
+            flat[f"{name}_change"] = r.get(f"{name}_change")
+        out.append(flat)
+    return out
+
+
+def _interval(value: float | None, ci: Any, fmt: str) -> str:
+    if value is None:
+        return "–"
+    text = format(value, fmt)
+    return f"{text} [{format(ci[0], fmt)}, {format(ci[1], fmt)}]" if ci else text
+
+
+def _change(value: float | None, fmt: str) -> str:
+    return "–" if value is None else format(value, "+" + fmt)
+
+
+def model_summary_display(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The per-model table as shown: each value with its 95 % interval in brackets and its
+    change against the previous period (signed; shares in percentage points)."""
+    return [
+        {
+            "model": r["model"],
+            "answers": r.get("conversations"),
+            "answers vs before": _change(r.get("conversations_change"), ",d"),
+            "share flagged [95 % CI]": _interval(
+                r.get("flagged_share"), r.get("flagged_share_ci"), ".0%"
+            ),
+            "share flagged vs before": "–"
+            if r.get("flagged_share_change") is None
+            else f"{100 * r['flagged_share_change']:+.0f} pts",
+            "grounding [95 % CI]": _interval(r.get("grounding"), r.get("grounding_ci"), ".2f"),
+            "grounding vs before": _change(r.get("grounding_change"), ".2f"),
+            "consistency [95 % CI]": _interval(
+                r.get("consistency"), r.get("consistency_ci"), ".2f"
+            ),
+            "consistency vs before": _change(r.get("consistency_change"), ".2f"),
+        }
+        for r in rows
+    ]
+
+
+def drill_rows(rows: Sequence[Mapping[str, Any]], *, report_links: bool) -> list[dict[str, Any]]:
+    """The answers behind a chart point as listed: time, record id, model, scores, flagged,
+    and (for the roles that may open it) the address of each answer's report."""
+    out = []
+    for r in rows:
+        row: dict[str, Any] = {
+            "time": r["timestamp"],
+            "answer": r["external_id"],
+            "model": r["model"],
+            "grounding": r.get("grounding"),
+            "consistency": r.get("consistency"),
+            "confidence": r.get("confidence"),
+            "risk": r.get("risk"),
+            "flagged": r.get("flagged"),
+        }
+        if report_links:
+            row["report"] = f"/report?id={quote(str(r['id']), safe='')}"
+        out.append(row)
+    return out
+
+
 __all__ = [
+    "MODEL_SUMMARY_FIELDS",
     "QUEUE_FIELDS",
+    "TREND_FIELDS",
     "VERDICT_FIELDS",
+    "VOLUME_FIELDS",
+    "chart_rows",
+    "drill_rows",
+    "model_summary_display",
+    "model_summary_rows",
     "report_html",
     "report_markdown",
     "rows_to_csv",

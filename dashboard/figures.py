@@ -7,6 +7,7 @@ higher-better, hallucination risk is higher-worse, and the charts say so in thei
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -391,15 +392,272 @@ def confidence_figure(parts: Mapping[str, float | None]) -> go.Figure:
     return fig
 
 
+# --------------------------------------------------------------------------- analyst views
+
+#: A chart point standing on fewer answers than this is drawn hollow and grey, and its hover
+#: says "few answers": one uploaded answer must not read like a regression.
+MIN_POINT_ANSWERS = 5
+
+#: The label of the merged line when the chart is not split by model.
+ALL_MODELS = "all selected models"
+
+#: Line colours of the models, in the order the models are listed (repeats past ten).
+MODEL_COLORS: tuple[str, ...] = (
+    "#2e6f9e",
+    "#c0503a",
+    "#3f8f6b",
+    "#8a6bb0",
+    "#c98a00",
+    "#5b6b7a",
+    "#d4679a",
+    "#2a9d8f",
+    "#7f5539",
+    "#6c757d",
+)
+_FEW_COLOR = "#a3a8b0"
+
+
+def padded_range(
+    values: Sequence[float | None], *, pad: float = 0.1, min_pad: float = 0.02
+) -> list[float]:
+    """A y-axis range fitted to ``values`` (scores in [0, 1]): their span with ``pad`` of it
+    (at least ``min_pad``) on each side, clipped to [0, 1]; [0, 1] when there is no value."""
+    present = [float(v) for v in values if v is not None]
+    if not present:
+        return [0.0, 1.0]
+    lo, hi = min(present), max(present)
+    margin = max((hi - lo) * pad, min_pad)
+    return [max(0.0, lo - margin), min(1.0, hi + margin)]
+
+
+def _model_label(row: Row) -> str:
+    model = row.get("model")
+    return ALL_MODELS if model is None else str(model)
+
+
+def _by_model(rows: Sequence[Row]) -> dict[str, list[Row]]:
+    out: dict[str, list[Row]] = {}
+    for r in rows:
+        out.setdefault(_model_label(r), []).append(r)
+    for model_rows in out.values():
+        model_rows.sort(key=lambda r: r["period"])
+    return out
+
+
+def _hover(label: str, row: Row, measure: str, value: str, min_answers: int) -> str:
+    n = int(row.get("conversations") or 0)
+    text = (
+        f"{html.escape(label)}<br>{row['period']}<br>{measure} {value}<br>"
+        f"{n:,} answer{'s' if n != 1 else ''}"
+    )
+    if n < min_answers:
+        text += f"<br>few answers (fewer than {min_answers}): read with care"
+    return text
+
+
+def _markers(rows: Sequence[Row], color: str, min_answers: int) -> dict[str, Any]:
+    few = [int(r.get("conversations") or 0) < min_answers for r in rows]
+    return {
+        "size": [9 if f else 6 for f in few],
+        "symbol": ["circle-open" if f else "circle" for f in few],
+        "color": [_FEW_COLOR if f else color for f in few],
+        "line": {"width": 2, "color": [_FEW_COLOR if f else color for f in few]},
+    }
+
+
+def _point_data(label: str, rows: Sequence[Row]) -> list[list[str]]:
+    """What a selected point says: its period (ISO day) and model ('' for the merged line)."""
+    model = "" if label == ALL_MODELS else label
+    return [[str(r["period"]), model] for r in rows]
+
+
+def model_trends_figure(
+    rows: Sequence[Row],
+    *,
+    thresholds: Mapping[str, float],
+    min_answers: int = MIN_POINT_ANSWERS,
+    height: int = 560,
+) -> go.Figure:
+    """Grounding, consistency, confidence (higher is better) and risk (higher is worse) over
+    time, one line per model, in four small charts.
+
+    Each y-axis is fitted to the values it shows (:func:`padded_range`), so a change from 0.90
+    to 0.96 is visible; each chart draws its threshold as a dashed line (named at the chart's
+    edge when it lies outside the range shown). The hover gives the model, the period, the
+    value to two decimals and the number of answers behind the point; points standing on
+    fewer than ``min_answers`` answers are hollow and grey and say so. Each point carries
+    ``[period, model]`` as custom data (model '' on the merged line) for drill-down.
+
+    Args:
+        rows: rows with ``period``, ``conversations``, the four scores and ``model`` (absent
+            or None: the merged line of all selected models).
+        thresholds: ``{metric: threshold}`` from the settings.
+        min_answers: fewer answers than this make a point "few answers".
+    """
+    if not rows:
+        return _empty("Scores over time")
+    metrics = list(SCORE_TITLES)
+    fig = make_subplots(
+        rows=2,
+        cols=2,
+        subplot_titles=[SCORE_TITLES[m] for m in metrics],
+        shared_xaxes=True,
+        vertical_spacing=0.12,
+    )
+    groups = _by_model(rows)
+    for i, metric in enumerate(metrics):
+        row, col = i // 2 + 1, i % 2 + 1
+        for j, (label, model_rows) in enumerate(groups.items()):
+            color = MODEL_COLORS[j % len(MODEL_COLORS)]
+            values = [r.get(metric) for r in model_rows]
+            fig.add_trace(
+                go.Scatter(
+                    x=[r["period"] for r in model_rows],
+                    y=values,
+                    mode="lines+markers",
+                    name=html.escape(label),
+                    legendgroup=label,
+                    showlegend=i == 0,
+                    line={"color": color, "width": 2},
+                    marker=_markers(model_rows, color, min_answers),
+                    connectgaps=False,
+                    text=[
+                        _hover(label, r, metric, "–" if v is None else f"{v:.2f}", min_answers)
+                        for r, v in zip(model_rows, values, strict=True)
+                    ],
+                    customdata=_point_data(label, model_rows),
+                    hovertemplate="%{text}<extra></extra>",
+                ),
+                row=row,
+                col=col,
+            )
+        y_range = padded_range([r.get(metric) for r in rows])
+        fig.update_yaxes(range=y_range, tickformat=".2f", row=row, col=col)
+        if metric in thresholds:
+            _threshold_line(fig, float(thresholds[metric]), y_range, row=row, col=col)
+    fig.update_layout(height=height, hovermode="closest", **_LAYOUT)
+    return fig
+
+
+def _threshold_line(
+    fig: go.Figure, threshold: float, y_range: Sequence[float], *, row: int, col: int
+) -> None:
+    """The threshold as a dashed line; when outside ``y_range``, a note at the chart's edge."""
+    fig.add_hline(
+        y=threshold,
+        line={"dash": "dash", "color": COLORS["threshold"], "width": 1},
+        annotation_text=f"threshold {threshold:.2f}",
+        annotation_position="top left",
+        annotation_font_size=10,
+        row=row,
+        col=col,
+    )
+    if not y_range[0] <= threshold <= y_range[1]:
+        where = "below" if threshold < y_range[0] else "above"
+        fig.add_annotation(
+            text=f"threshold {threshold:.2f} ({where} the range shown)",
+            showarrow=False,
+            xref="x domain",
+            yref="y domain",
+            x=0.0,
+            y=0.0 if where == "below" else 1.0,
+            xanchor="left",
+            yanchor="bottom" if where == "below" else "top",
+            font={"size": 10, "color": COLORS["threshold"]},
+            row=row,
+            col=col,
+        )
+
+
+def model_volume_figure(
+    rows: Sequence[Row], *, min_answers: int = MIN_POINT_ANSWERS, height: int = 320
+) -> go.Figure:
+    """Answers per period (bars, stacked by model) and the share flagged (higher is worse; one
+    line per model on the right axis, fitted to its values). Hover gives the counts; share
+    points standing on fewer than ``min_answers`` answers are hollow and grey and say so;
+    every bar and point carries ``[period, model]`` for drill-down."""
+    if not rows:
+        return _empty("Volume and share flagged")
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    groups = _by_model(rows)
+    for j, (label, model_rows) in enumerate(groups.items()):
+        color = MODEL_COLORS[j % len(MODEL_COLORS)]
+        x = [r["period"] for r in model_rows]
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=[r["conversations"] for r in model_rows],
+                name=f"{html.escape(label)}: answers",
+                legendgroup=label,
+                marker_color=color,
+                opacity=0.45,
+                text=[
+                    _hover(label, r, "answers", f"{int(r['conversations']):,}", min_answers)
+                    for r in model_rows
+                ],
+                textposition="none",
+                customdata=_point_data(label, model_rows),
+                hovertemplate="%{text}<extra></extra>",
+            ),
+            secondary_y=False,
+        )
+        shares = [r.get("flagged_share") for r in model_rows]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=shares,
+                name=f"{html.escape(label)}: share flagged",
+                legendgroup=label,
+                mode="lines+markers",
+                line={"color": color, "width": 2},
+                marker=_markers(model_rows, color, min_answers),
+                text=[
+                    _hover(label, r, "share flagged", "–" if v is None else f"{v:.0%}", min_answers)
+                    for r, v in zip(model_rows, shares, strict=True)
+                ],
+                customdata=_point_data(label, model_rows),
+                hovertemplate="%{text}<extra></extra>",
+            ),
+            secondary_y=True,
+        )
+    fig.update_yaxes(title_text="answers", secondary_y=False)
+    fig.update_yaxes(
+        title_text="share flagged",
+        range=padded_range([r.get("flagged_share") for r in rows]),
+        tickformat=".0%",
+        secondary_y=True,
+    )
+    fig.update_layout(title="Volume and share flagged", barmode="stack", height=height, **_LAYOUT)
+    return fig
+
+
+def selected_point(points: Sequence[Mapping[str, Any]]) -> tuple[str, str | None] | None:
+    """The ``(period, model)`` of the first selected point of a chart drawn here (model None
+    for the merged line), from Streamlit's selection ``points``; None when nothing usable is
+    selected."""
+    for p in points:
+        data = p.get("customdata")
+        if isinstance(data, list | tuple) and len(data) >= 2 and data[0]:
+            return str(data[0]), (str(data[1]) or None)
+    return None
+
+
 __all__ = [
+    "ALL_MODELS",
+    "MIN_POINT_ANSWERS",
+    "MODEL_COLORS",
     "COLORS",
     "SCORE_TITLES",
     "confidence_figure",
     "entity_timeline_figure",
+    "model_trends_figure",
+    "model_volume_figure",
+    "padded_range",
     "patient_scores_figure",
     "reliability_figure",
     "score_by_verdict_figure",
     "score_trends_figure",
+    "selected_point",
     "selfcheck_figure",
     "threshold_figure",
     "volume_figure",

@@ -19,7 +19,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import auth, data
+from dashboard import auth, data, url_state
 
 DEFAULT_DAYS = 30
 DATES_KEY = "sidebar_dates"
@@ -65,9 +65,42 @@ def _sync_dates(lo: date, hi: date, today: date) -> date:
     return last
 
 
+def _restore_from_url() -> None:
+    """Take the filters of a link opened in this session (``from``, ``to``, ``models`` and,
+    for the roles that see them, ``patients``) before the widgets are drawn; a value that
+    does not parse or names no stored model or patient is ignored."""
+    qp = st.query_params
+    if url_state.read("from") is not None or url_state.read("to") is not None:
+        start = url_state.as_date(qp.get("from"))
+        end = url_state.as_date(qp.get("to")) or start
+        if start is not None and end is not None and start <= end:
+            st.session_state[DATES_KEY] = (start, end)  # a picked range: kept, clamped
+    models = url_state.as_choices(url_state.read("models", many=True), data.models())
+    if models is not None:
+        st.session_state["sidebar_models"] = models
+    if _sees_patients():
+        patients = url_state.as_choices(url_state.read("patients", many=True), data.patients())
+        if patients is not None:
+            st.session_state["sidebar_patients"] = patients
+
+
+def _write_to_url(f: data.FilterState) -> None:
+    """Keep the filters in the URL, so that a link reproduces them (no patient ids for the
+    roles that may not see them: the parameter is removed)."""
+    url_state.write(
+        {
+            "from": f.start.isoformat() if f.start else None,
+            "to": f.end.isoformat() if f.end else None,
+            "models": list(f.models),
+            "patients": list(f.patients) if _sees_patients() else None,
+        }
+    )
+
+
 def render_sidebar() -> data.FilterState:
-    """Draw the filters every page obeys and return them."""
+    """Draw the filters every page obeys and return them; they are kept in the URL."""
     lo, hi = data.date_bounds()
+    _restore_from_url()
     with st.sidebar:
         st.markdown("### Filters")
         if lo is not None and hi is not None:
@@ -98,7 +131,9 @@ def render_sidebar() -> data.FilterState:
                 "user's name.",
                 placeholder="e.g. Dr. Rivera",
             )
-    return current_filters()
+    f = current_filters()
+    _write_to_url(f)
+    return f
 
 
 def current_filters() -> data.FilterState:

@@ -16,13 +16,14 @@ PAGES = Path(__file__).parent / "app_pages"
 
 
 def _pages() -> dict[str, Any]:
+    """Every page by its URL path (``/overview``, ``/review``, ...): each opens by that path,
+    so a link to any page with its query string reproduces the view."""
     return {
         "overview": st.Page(
             PAGES / "overview.py",
             title="Overview",
             icon=":material/monitoring:",
             url_path="overview",
-            default=True,
         ),
         "review": st.Page(
             PAGES / "review.py", title="Review queue", icon=":material/rule:", url_path="review"
@@ -54,6 +55,17 @@ def _pages() -> dict[str, Any]:
     }
 
 
+def _home_page(target: Any) -> Any:
+    """The root URL, hidden from the menu: it opens ``target`` (the first page the user may
+    open) with the same query string. Streamlit serves its default page at ``/`` only, so the
+    overview is not the default page: it keeps its own address, ``/overview``."""
+
+    def home() -> None:
+        st.switch_page(target, query_params=st.query_params.to_dict())
+
+    return st.Page(home, title="Groundwatch", url_path="home", default=True, visibility="hidden")
+
+
 def main() -> None:
     # Groundwatch's own log lines (counts, hashes, never record text) at the configured level
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -62,8 +74,10 @@ def main() -> None:
     user = auth.require_login()
     if user is None:
         st.stop()  # only the login form is drawn
-    pages = _pages()
-    navigation = st.navigation([p for name, p in pages.items() if auth.can_open(user, name)])
+    allowed = [p for name, p in _pages().items() if auth.can_open(user, name)]
+    navigation = st.navigation([_home_page(allowed[0]), *allowed])
+    if navigation.url_path == "":
+        navigation.run()  # the root URL: switches to the first page, nothing to draw
     render_sidebar()
     auth.render_user_box(user)
     navigation.run()

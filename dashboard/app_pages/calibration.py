@@ -11,7 +11,7 @@ from core.calibration import (
     expected_calibration_error,
     reliability_curve,
 )
-from dashboard import auth, data, figures
+from dashboard import auth, data, figures, url_state
 from dashboard.sidebar import current_filters
 
 auth.guard("calibration")
@@ -29,6 +29,11 @@ c[0].metric("Reviewed statements", len(rows))
 c[1].metric("Confirmed", counts["confirmed"])
 c[2].metric("False alarms", counts["false_alarm"])
 
+# the view lives in the URL: the sidebar's filters, ``bins`` and ``threshold``
+if (v := url_state.as_number(url_state.read("bins"), 3, 20, integer=True)) is not None:
+    st.session_state["calibration_bins"] = int(v)
+if (v := url_state.as_number(url_state.read("threshold"), 0.0, 1.0)) is not None:
+    st.session_state["calibration_threshold"] = round(float(v) * 20) / 20  # the slider's step
 n_bins = st.slider("Bins", 3, 20, 10, key="calibration_bins")
 if len(labelled) < 2:
     st.info("Calibration needs reviewed statements: give verdicts in the review queue.")
@@ -89,3 +94,4 @@ st.plotly_chart(
     figures.threshold_figure(grid, flag_rate, false_alarm, current=current),
     key="calibration_thresholds",
 )
+url_state.write({"bins": str(n_bins), "threshold": f"{current:.2f}"})

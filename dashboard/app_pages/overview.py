@@ -1,13 +1,21 @@
-"""Overview: quality trends with threshold lines, volume, share flagged, KPIs with deltas."""
+"""Overview: KPIs with deltas, a per-model table with intervals, trends per model with
+threshold lines, CSV of each chart, and the answers behind a selected point.
+
+The view lives in the URL: the sidebar's filters, ``period`` (day or week), ``merged`` (one
+line for all models) and the selected point (``day``, ``day_model``).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
-from dashboard import auth, data, figures
+from dashboard import auth, data, exports, figures, url_state
+from dashboard.highlight import md_text
 from dashboard.sidebar import current_filters
 
-auth.guard("overview")
+user = auth.guard("overview")
 st.title("Overview")
 f = current_filters()
 if f.start is None:
@@ -63,13 +71,157 @@ cols[5].metric(
     help="Higher is worse.",
 )
 
-granularity = (
-    st.segmented_control("Period", ["day", "week"], default="day", key="overview_granularity")
-    or "day"
+actor = auth.actor()  # read now: the download callables run on click, after this script
+
+
+def _exported(what: str, csv_text: str) -> str:
+    """Audit a chart export when the user downloads it (runs on click, outside the script)."""
+    data.audit(actor=actor, action="export", target_type=what, target_id="csv")
+    return csv_text
+
+
+def _download(label: str, what: str, rows: list[dict[str, Any]], fields: tuple[str, ...]) -> None:
+    csv_text = exports.rows_to_csv(rows, fields)
+    st.download_button(
+        label,
+        data=lambda: _exported(what, csv_text),
+        file_name=f"{what}_{f.start}_{f.end}.csv",
+        mime="text/csv",
+        key=f"{what}_csv",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+
+
+# --------------------------------------------------------------------------- per model
+
+st.subheader("By model")
+summary = data.model_summary(f)
+st.caption(
+    "Each model over the date range, with 95 % intervals (Wilson for the share flagged, "
+    "Student's t for the means) and the change against the period of the same length before."
 )
-points = data.trend(f, granularity)
-st.plotly_chart(
-    figures.score_trends_figure(points, thresholds=data.thresholds()),
+st.dataframe(
+    exports.model_summary_display(summary),
+    hide_index=True,
+    key="overview_models",
+)
+_download(
+    "Table (CSV)",
+    "overview_models",
+    exports.model_summary_rows(summary),
+    exports.MODEL_SUMMARY_FIELDS,
+)
+
+# --------------------------------------------------------------------------- trends
+
+if (v := url_state.read("period")) is not None and v in ("day", "week"):
+    st.session_state["overview_granularity"] = v
+if (v := url_state.read("merged")) is not None:
+    st.session_state["overview_split"] = v != "1"
+if url_state.read("day") is not None or url_state.read("day_model") is not None:
+    day = url_state.as_date(st.query_params.get("day"))
+    st.session_state["overview_drill"] = (
+        (day.isoformat(), st.query_params.get("day_model") or None) if day else None
+    )
+
+st.subheader("Trends")
+models_in_view = list(f.models) or data.models()
+c1, c2 = st.columns([1, 3])
+with c1:
+    granularity = (
+        st.segmented_control("Period", ["day", "week"], default="day", key="overview_granularity")
+        or "day"
+    )
+with c2:
+    split = len(models_in_view) > 1 and st.toggle(
+        "One line per model",
+        value=True,
+        key="overview_split",
+        help="Off: one line for all the models in the filter.",
+    )
+points = (
+    data.trend_by_model(f, granularity)
+    if split or len(f.models) == 1
+    else data.trend(f, granularity)
+)
+st.caption(
+    f"Hover a point for its value and how many answers it stands on; hollow grey points stand "
+    f"on fewer than {figures.MIN_POINT_ANSWERS} answers. Click a point to list its answers."
+)
+
+
+def _selected(event: Any, chart: str) -> None:
+    """A newly selected point opens its answers (a selection already seen changes nothing,
+    so that closing the list sticks)."""
+    points_ = list(getattr(getattr(event, "selection", None), "points", None) or [])
+    picked = figures.selected_point(points_)
+    seen_key = f"overview_seen_{chart}"
+    if picked != st.session_state.get(seen_key):
+        st.session_state[seen_key] = picked
+        if picked is not None:
+            st.session_state["overview_drill"] = picked
+
+
+chart_rows = exports.chart_rows(
+    points, min_answers=figures.MIN_POINT_ANSWERS, all_models=figures.ALL_MODELS
+)
+scores_event = st.plotly_chart(
+    figures.model_trends_figure(points, thresholds=data.thresholds()),
     key="overview_scores",
+    on_select="rerun",
+    selection_mode="points",
 )
-st.plotly_chart(figures.volume_figure(points), key="overview_volume")
+_selected(scores_event, "scores")
+_download("Scores (CSV)", "overview_scores", chart_rows, exports.TREND_FIELDS)
+volume_event = st.plotly_chart(
+    figures.model_volume_figure(points),
+    key="overview_volume",
+    on_select="rerun",
+    selection_mode="points",
+)
+_selected(volume_event, "volume")
+_download("Volume (CSV)", "overview_volume", chart_rows, exports.VOLUME_FIELDS)
+
+# --------------------------------------------------------------------------- drill-down
+
+drill = st.session_state.get("overview_drill")
+day = url_state.as_date(drill[0]) if drill else None
+if drill and day is not None:
+    model = drill[1]
+    label = model or figures.ALL_MODELS
+    span = f"week of {day}" if granularity == "week" else str(day)
+    st.subheader(f"Answers of {span} · {md_text(label)}")
+    answers = data.answers_at(f, day, granularity=granularity, model=model)
+    if not answers:
+        st.caption("No answers of this point within the filters.")
+    else:
+        links = auth.can_open(user, "report")
+        st.dataframe(
+            exports.drill_rows(answers, report_links=links),
+            hide_index=True,
+            key="overview_answers",
+            column_config={
+                "report": st.column_config.LinkColumn("report", display_text="open report")
+            }
+            if links
+            else None,
+        )
+        if len(answers) >= 200:
+            st.caption("The newest 200 answers are listed.")
+    st.button(
+        "Close the list",
+        key="overview_drill_close",
+        on_click=lambda: st.session_state.update(overview_drill=None),
+    )
+else:
+    drill = None
+
+url_state.write(
+    {
+        "period": granularity if granularity != "day" else None,
+        "merged": "1" if len(models_in_view) > 1 and not split else None,
+        "day": drill[0] if drill else None,
+        "day_model": drill[1] if drill and drill[1] else None,
+    }
+)

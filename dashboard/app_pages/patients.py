@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import auth, data, figures
+from dashboard import auth, data, figures, url_state
 from dashboard.highlight import badge, highlight_html, md_text
 from dashboard.sidebar import current_filters
 
@@ -15,7 +15,11 @@ choices = list(f.patients) or data.patients()
 if not choices:
     st.info("No patients stored yet.")
     st.stop()
+# the view lives in the URL: the sidebar's filters and ``patient``
+if (v := url_state.as_choice(url_state.read("patient"), choices)) is not None:
+    st.session_state["patients_pick"] = v
 pid = st.selectbox("Patient", choices, key="patients_pick")
+url_state.write({"patient": pid})
 if pid is None:
     st.stop()
 info = data.patient(pid, f)
