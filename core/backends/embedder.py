@@ -119,6 +119,22 @@ def native_bf16() -> bool:
     return False
 
 
+@lru_cache(maxsize=1)
+def bf16_packing() -> bool:
+    """Whether PyTorch's oneDNN can lay bfloat16 Linear weights out for its kernels on this
+    CPU (it needs AVX512-BW/VL/DQ or AVX-NE-CONVERT; an AVX2 CPU runs bfloat16 only
+    unpacked, emulated). Tried once on a tiny weight."""
+    import torch
+
+    if not hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+        return False
+    try:
+        torch.ops.mkldnn._reorder_linear_weight(torch.zeros(4, 4, dtype=torch.bfloat16), 4)
+    except RuntimeError:
+        return False
+    return True
+
+
 def resolve_precision(precision: str) -> Literal["bf16", "fp32"]:
     """``auto`` -> ``bf16`` on a CPU with native bfloat16 products (see :func:`native_bf16`),
     else ``fp32``; other values pass through."""
@@ -377,7 +393,7 @@ class _FastEncoder:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(int(model.max_seq_length))
         self._lock = threading.Lock()  # encode_batch and the tokeniser's settings share a borrow
-        packed = precision == "bf16" and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+        packed = precision == "bf16" and bf16_packing()
         dtype = torch.bfloat16 if precision == "bf16" else torch.float32
         module = _fast_bert_class()(model[0].auto_model, dtype, packed).eval()
         self.packed_linears = 4 * len(module.layers) if packed else 0

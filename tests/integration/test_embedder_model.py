@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from core.backends.embedder import Embedder, get_embedder, native_bf16
+from core.backends.embedder import Embedder, bf16_packing, get_embedder, native_bf16
 from core.config import reset_settings_cache
 
 pytestmark = pytest.mark.model
@@ -129,7 +129,8 @@ def test_matrix_products_see_a_bounded_set_of_row_counts(bf16: Embedder) -> None
         rows = bf16._fast.padded_rows(total)
         assert total <= rows < total + 32
         assert rows % 512 in made | {0}
-    assert bf16._fast.warm() == len(made)
+    # per-shape kernels exist only where bfloat16 weights are packed for oneDNN
+    assert bf16._fast.warm() == (len(made) if bf16_packing() else 0)
 
 
 def test_unscripted_fast_encoder_gives_the_same_vectors(
@@ -157,7 +158,8 @@ def test_a_model_the_fast_encoder_cannot_run_keeps_sentence_transformers(
     monkeypatch.setattr(module, "_FastEncoder", unsupported)
     plain = Embedder(None, precision="bf16", workers=2)
     assert plain.encoder == "sentence-transformers"
-    assert plain.packed_linears >= 36  # the plain path still gets its packed layers
+    # the plain path still gets its packed layers, where this CPU can pack them
+    assert (plain.packed_linears >= 36) if bf16_packing() else (plain.packed_linears == 0)
     assert np.allclose(plain._encode_raw(SENTENCES), st_bf16._encode_raw(SENTENCES), atol=1e-6)
 
 
@@ -290,8 +292,14 @@ def test_bf16_linear_layers_are_packed_once_with_the_same_vectors(
 
     from core.backends import embedder as module
 
-    if not hasattr(torch.ops.mkldnn, "_linear_pointwise"):
-        pytest.skip("this PyTorch has no oneDNN linear ops")
+    if not bf16_packing():
+        # an AVX2 CPU (or a PyTorch without these oneDNN ops): nothing is packed, the plain
+        # bfloat16 layers stay, and the vectors are those of the plain model
+        assert bf16.packed_linears == st_bf16.packed_linears == 0
+        assert any(isinstance(m, torch.nn.Linear) for m in st_bf16._model[0].modules())
+        a, b = bf16._encode_raw(SENTENCES), st_bf16._encode_raw(SENTENCES)
+        assert (a * b).sum(axis=1).min() >= 0.9995
+        return
     assert bf16.packed_linears == 24  # fast encoder: 6 layers x (qkv, out, up, down)
     assert st_bf16.packed_linears >= 36  # 6 layers x (q, k, v, out, up, down)
     linears = [m for m in st_bf16._model[0].modules() if isinstance(m, torch.nn.Linear)]
