@@ -256,7 +256,19 @@ def _flagged_row(x: repo.FlaggedStatement) -> dict[str, Any]:
         "evidence_end": x.evidence_end,
         "verdict": x.verdict,
         "reviewer": x.reviewer,
+        "kind": x.kind,
+        "severity": x.severity,
     }
+
+
+def _review_state(review_state: str) -> repo.ReviewState:
+    return (
+        "unreviewed"
+        if review_state == "unreviewed"
+        else "reviewed"
+        if review_state == "reviewed"
+        else "all"
+    )
 
 
 @st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
@@ -267,22 +279,21 @@ def _flagged(
     review_state: str,
     offset: int,
     limit: int,
+    kinds: tuple[str, ...] = (),
+    severities: tuple[str, ...] = (),
+    order: str = "risk",
 ) -> tuple[list[dict[str, Any]], int]:
-    state: repo.ReviewState = (
-        "unreviewed"
-        if review_state == "unreviewed"
-        else "reviewed"
-        if review_state == "reviewed"
-        else "all"
-    )
     with read_session(_engine(url)) as s:
         rows, total = repo.flagged_statements(
             session=s,
             filters=to_filters(key),
             statuses=statuses,
-            review_state=state,
+            review_state=_review_state(review_state),
             offset=offset,
             limit=limit,
+            kinds=kinds,
+            severities=severities,
+            order="severity" if order == "severity" else "risk",
         )
     return [_flagged_row(r) for r in rows], total
 
@@ -294,9 +305,67 @@ def flagged(
     review_state: str = "unreviewed",
     offset: int = 0,
     limit: int = 25,
+    kinds: tuple[str, ...] = (),
+    severities: tuple[str, ...] = (),
+    order: str = "risk",
 ) -> tuple[list[dict[str, Any]], int]:
-    """One page of flagged statements, riskiest first, and the total count."""
-    return _flagged(database_url(), f.key(), tuple(statuses), review_state, offset, limit)
+    """One page of flagged statements, riskiest first (``order="severity"``: most severe
+    first, then riskiest), and the total count; ``kinds``/``severities`` narrow it."""
+    return _flagged(
+        database_url(),
+        f.key(),
+        tuple(statuses),
+        review_state,
+        offset,
+        limit,
+        tuple(kinds),
+        tuple(severities),
+        order,
+    )
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _queue_facets(
+    url: str,
+    key: tuple[Any, ...],
+    statuses: tuple[str, ...],
+    review_state: str,
+    kinds: tuple[str, ...],
+    severities: tuple[str, ...],
+    patients: bool,
+) -> dict[str, dict[str, int]]:
+    with read_session(_engine(url)) as s:
+        return repo.queue_facets(
+            session=s,
+            filters=to_filters(key),
+            statuses=statuses,
+            review_state=_review_state(review_state),
+            kinds=kinds,
+            severities=severities,
+            patients=patients,
+        )
+
+
+def queue_facets(
+    f: FilterState,
+    *,
+    statuses: tuple[str, ...],
+    review_state: str,
+    kinds: tuple[str, ...] = (),
+    severities: tuple[str, ...] = (),
+    patients: bool = False,
+) -> dict[str, dict[str, int]]:
+    """Items left per kind, severity, model and (``patients``) patient: each counted under
+    every other filter but its own (counted in SQL)."""
+    return _queue_facets(
+        database_url(),
+        f.key(),
+        tuple(statuses),
+        review_state,
+        tuple(kinds),
+        tuple(severities),
+        patients,
+    )
 
 
 def queue_rows(
@@ -305,17 +374,14 @@ def queue_rows(
     statuses: tuple[str, ...] = ("unsupported", "contradicted"),
     review_state: str = "all",
     cap: int = 50_000,
+    kinds: tuple[str, ...] = (),
+    severities: tuple[str, ...] = (),
+    order: str = "risk",
 ) -> list[dict[str, Any]]:
     """The whole queue under the filters (up to ``cap`` rows), for the CSV export."""
     out: list[dict[str, Any]] = []
     page = 2_000
-    state: repo.ReviewState = (
-        "unreviewed"
-        if review_state == "unreviewed"
-        else "reviewed"
-        if review_state == "reviewed"
-        else "all"
-    )
+    state = _review_state(review_state)
     with read_session(engine()) as s:
         while len(out) < cap:
             rows, _ = repo.flagged_statements(
@@ -325,6 +391,9 @@ def queue_rows(
                 review_state=state,
                 offset=len(out),
                 limit=min(page, cap - len(out)),
+                kinds=kinds,
+                severities=severities,
+                order="severity" if order == "severity" else "risk",
             )
             out.extend(_flagged_row(r) for r in rows)
             if len(rows) < page:
@@ -376,10 +445,33 @@ def save_verdict(
             detail={"verdict": verdict, "note_chars": len(note.strip())},
         )
         review_id = int(review.id or 0)
-    for fn in (_flagged, _reviewed, _reviews_export, _conversation):
+    for fn in (_flagged, _queue_facets, _reviewed, _reviews_export, _conversation):
         fn.clear()
     log.info("verdict stored statement=%d verdict=%s", statement_check_id, verdict)
     return review_id
+
+
+def undo_verdict(*, user: User | None, review_id: int, reviewer: str) -> None:
+    """Take back a verdict this reviewer gave (the queue's undo), audited as ``undo_review``.
+
+    Raises:
+        PermissionError: the user may not give verdicts. LookupError: no such verdict by
+        this reviewer.
+    """
+    require(user, "give_verdict")
+    with write_session(engine()) as s:
+        review = repo.delete_review(session=s, review_id=review_id, reviewer=reviewer)
+        repo.record_audit(
+            session=s,
+            actor=auth.actor_for(user, reviewer),
+            action="undo_review",
+            target_type="statement_check",
+            target_id=str(review.statement_check_id),
+            detail={"review_id": review_id, "verdict": review.verdict},
+        )
+    for fn in (_flagged, _queue_facets, _reviewed, _reviews_export, _conversation):
+        fn.clear()
+    log.info("verdict %d taken back", review_id)
 
 
 # Failed logins: after MAX_LOGIN_FAILURES in a row on one account (or typed name), each further
@@ -544,6 +636,8 @@ def _conversation(url: str, conversation_id: str) -> dict[str, Any] | None:
                     "evidence": x.supporting_evidence,
                     "evidence_start": x.evidence_start,
                     "evidence_end": x.evidence_end,
+                    "kind": x.kind,
+                    "severity": x.severity,
                     "review": reviews_by_statement.get(int(x.id or 0)),
                 }
                 for x in d.statements

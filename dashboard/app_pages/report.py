@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
+from core.severity import KIND_LABELS
 from dashboard import auth, data, exports, figures
 from dashboard.highlight import (
     Highlight,
@@ -14,9 +17,9 @@ from dashboard.highlight import (
     legend,
     md_text,
 )
-from dashboard.sidebar import current_filters
+from dashboard.sidebar import current_filters, reviewer_name
 
-auth.guard("report")
+user = auth.guard("report")
 st.title("Query report")
 f = current_filters()
 
@@ -39,6 +42,45 @@ def _open(conversation_id: str) -> None:
     st.session_state["report_conversation"] = conversation_id
     st.session_state["report_typed"] = ""
     st.session_state["report_pick"] = None
+
+
+def _take_reviewer_name() -> None:
+    """The name typed on the page becomes the session's reviewer name (the sidebar's field)."""
+    st.session_state[auth.REVIEWER_KEY] = auth.clean_reviewer(
+        st.session_state.get("report_reviewer")
+    )
+
+
+def _verdict_buttons(statement: dict[str, Any], reviewer: str) -> None:
+    """Confirmed / false alarm / unsure for one flagged statement (stored as in the queue)."""
+    sid = statement["id"]
+    cols = st.columns(3)
+    choice = None
+    for col, (verdict, label) in zip(
+        cols,
+        (("confirmed", "Confirmed"), ("false_alarm", "False alarm"), ("unsure", "Unsure")),
+        strict=True,
+    ):
+        if col.button(label, key=f"report_verdict_{sid}_{verdict}", disabled=not reviewer):
+            choice = verdict
+    if not reviewer:
+        st.caption("Type your name above to give a verdict.")
+    if choice is None:
+        return
+    try:
+        review_id = data.save_verdict(
+            user=user, statement_check_id=sid, reviewer=reviewer, verdict=choice, note=""
+        )
+    except (PermissionError, ValueError, LookupError) as exc:
+        st.error(f"Verdict not stored: {exc}")
+        return
+    st.session_state["report_undo"] = {
+        "review_id": review_id,
+        "reviewer": reviewer,
+        "conversation_id": conv["id"] if conv else None,
+    }
+    st.session_state["report_last"] = f"stored: {choice.replace('_', ' ')} (statement {sid})"
+    st.rerun()
 
 
 labels = {r["id"]: _label(r) for r in recent}
@@ -108,9 +150,40 @@ else:
     st.html(legend(["grounded", "unsupported", "contradicted"]))
 
 st.markdown("**Evidence per statement**")
+# verdicts on the flagged statements, with the review queue's permission check
+may_judge = auth.can(user, "give_verdict")
+flagged_here = [s for s in conv["statements"] if s["status"] != "grounded"]
+if may_judge and flagged_here and auth.auth_mode() == "none" and not reviewer_name():
+    st.text_input(
+        "Your name, stored with every verdict",
+        key="report_reviewer",
+        max_chars=auth.MAX_REVIEWER_CHARS,
+        on_change=_take_reviewer_name,
+        placeholder="e.g. Dr. Rivera",
+    )
+reviewer = reviewer_name()
+last_given: dict[str, Any] = st.session_state.get("report_undo") or {}
+if last_given and last_given.get("conversation_id") == conv["id"]:
+    if st.button("Undo the last verdict", key="report_undo_button"):
+        try:
+            data.undo_verdict(
+                user=user, review_id=last_given["review_id"], reviewer=last_given["reviewer"]
+            )
+        except (PermissionError, LookupError) as exc:
+            st.error(f"Verdict not taken back: {exc}")
+        else:
+            st.session_state["report_undo"] = None
+            st.session_state["report_last"] = "taken back"
+            st.rerun()
+last = st.session_state.get("report_last")
+if last:
+    st.toast(f"Verdict {last}")
+    st.session_state["report_last"] = None
 sources = {s.get("id"): s.get("text") for s in conv["sources"]}
 for s in conv["statements"]:
     title = f"#{s['index'] + 1} {s['status']} · {s['method']}"
+    if s.get("severity"):
+        title += f" · {s['severity']} · {KIND_LABELS.get(s.get('kind') or '', s.get('kind'))}"
     if s["confidence"] is not None:
         title += f" · confidence {s['confidence']:.2f}"
     if s.get("review"):
@@ -120,6 +193,8 @@ for s in conv["statements"]:
         st.html(badge(s["status"], s["status"]) + " " + highlight_html(s["text"], marks, box=False))
         if s.get("reason"):
             st.caption(s["reason"])
+        if s["status"] != "grounded" and may_judge:
+            _verdict_buttons(s, reviewer)
         src = sources.get(s["source_id"])
         if src is not None:
             span = (

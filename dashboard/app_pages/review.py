@@ -1,9 +1,14 @@
-"""Review queue: flagged statements riskiest first, each next to its source, with verdicts."""
+"""Review queue: flagged statements most severe first, then riskiest, each next to its source,
+with verdict buttons (and keyboard shortcuts) beside the statement and an undo."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import streamlit as st
 
+from core.severity import KIND_LABELS, KINDS, SEVERITIES, UNCLASSIFIED
 from dashboard import auth, data, exports
 from dashboard.highlight import (
     Highlight,
@@ -15,6 +20,39 @@ from dashboard.highlight import (
     md_text,
 )
 from dashboard.sidebar import current_filters, reviewer_name
+
+
+def _undo_button(where: st.delta_generator.DeltaGenerator) -> None:
+    """Undo: take back the last verdict given in this session and open its item again."""
+    last: dict[str, Any] = st.session_state.get("review_undo") or {}
+    if not where.button(
+        "Undo",
+        key="review_undo_button",
+        disabled=not last,
+        shortcut="Z",
+        help="Take back your last verdict in this session (Z)",
+    ):
+        return
+    try:
+        data.undo_verdict(user=user, review_id=last["review_id"], reviewer=last["reviewer"])
+    except (PermissionError, LookupError) as exc:
+        where.error(f"Verdict not taken back: {exc}")
+        return
+    st.session_state["review_undo"] = None
+    st.session_state["review_index"] = last["index"]
+    st.session_state["review_last"] = (last["statement_check_id"], "undone")
+    st.rerun()
+
+
+SEVERITY_STYLES = {"critical": "contradicted", "high": "contradicted", "medium": "unsupported"}
+
+
+def _take_reviewer_name() -> None:
+    """The name typed on the page becomes the session's reviewer name (the sidebar's field)."""
+    st.session_state[auth.REVIEWER_KEY] = auth.clean_reviewer(
+        st.session_state.get("review_reviewer")
+    )
+
 
 user = auth.guard("review")
 st.title("Review queue")
@@ -39,11 +77,91 @@ if not statuses:
     st.info("Pick at least one status.")
     st.stop()
 
+# patient ids only for the roles that read record text (the sidebar's rule)
+sees_patients = auth.can(user, "view_text")
+kinds = tuple(st.session_state.get("review_kinds") or ())
+severities = tuple(st.session_state.get("review_severities") or ())
+page_models = tuple(
+    m for m in st.session_state.get("review_models") or () if not f.models or m in f.models
+)
+page_patients = tuple(
+    p
+    for p in (st.session_state.get("review_patients") or () if sees_patients else ())
+    if not f.patients or p in f.patients
+)
+# the page's model and patient filters narrow the sidebar's; each option's count is what
+# choosing it would leave under every other filter (so the model counts ignore the model
+# chosen here, and keep to the sidebar's models)
+qf = data.FilterState(f.start, f.end, page_models or f.models, page_patients or f.patients)
+facets = data.queue_facets(
+    qf,
+    statuses=tuple(statuses),
+    review_state=state,
+    kinds=kinds,
+    severities=severities,
+    patients=sees_patients,
+)
+
+
+def _facet(
+    col: st.delta_generator.DeltaGenerator,
+    label: str,
+    key: str,
+    order: Sequence[str],
+    counts: Mapping[str, int],
+    names: Mapping[str, str] | None = None,
+) -> None:
+    """A filter whose options say how many items each leaves (chosen ones stay listed)."""
+    chosen = list(st.session_state.get(key) or ())
+    known = [o for o in order if counts.get(o) or o in chosen]
+    extra = sorted(o for o in {*counts, *chosen} if o not in order)
+    col.multiselect(
+        label,
+        [*known, *extra],
+        format_func=lambda o: f"{(names or {}).get(o, o)} ({counts.get(o, 0):,})",
+        key=key,
+        placeholder="All",
+    )
+
+
+k1, k2, k3, k4 = st.columns(4)
+_facet(k1, "Severity", "review_severities", [*SEVERITIES, UNCLASSIFIED], facets["severity"])
+_facet(k2, "Kind", "review_kinds", [*KINDS, UNCLASSIFIED], facets["kind"], KIND_LABELS)
+_facet(
+    k3,
+    "Model",
+    "review_models",
+    sorted(m for m in facets["model"] if not f.models or m in f.models),
+    facets["model"],
+)
+if sees_patients:
+    _facet(
+        k4,
+        "Patient",
+        "review_patients",
+        sorted(p for p in facets.get("patient", {}) if not f.patients or p in f.patients),
+        facets.get("patient", {}),
+    )
+
+# a change of any filter starts the queue again at its first (most severe) item
+signature = (f.key(), tuple(statuses), state, kinds, severities, page_models, page_patients)
+if st.session_state.get("review_signature") != signature:
+    if "review_signature" in st.session_state:
+        st.session_state["review_index"] = 0
+    st.session_state["review_signature"] = signature
+
 idx = int(st.session_state["review_index"])
-rows, total = data.flagged(f, statuses=tuple(statuses), review_state=state, offset=idx, limit=1)
+query = {
+    "statuses": tuple(statuses),
+    "review_state": state,
+    "kinds": kinds,
+    "severities": severities,
+    "order": "severity",
+}
+rows, total = data.flagged(qf, offset=idx, limit=1, **query)  # type: ignore[arg-type]
 if total and idx >= total:
     idx = st.session_state["review_index"] = total - 1
-    rows, total = data.flagged(f, statuses=tuple(statuses), review_state=state, offset=idx, limit=1)
+    rows, total = data.flagged(qf, offset=idx, limit=1, **query)  # type: ignore[arg-type]
 c3.metric("In queue", f"{total:,}")
 
 actor = auth.actor()  # read now: the export callables run on click, after this script
@@ -61,7 +179,14 @@ with st.expander("Export as CSV"):
         data=lambda: _exported(
             "review_queue",
             exports.rows_to_csv(
-                data.queue_rows(f, statuses=tuple(statuses), review_state=state),
+                data.queue_rows(
+                    qf,
+                    statuses=tuple(statuses),
+                    review_state=state,
+                    kinds=kinds,
+                    severities=severities,
+                    order="severity",
+                ),
                 exports.QUEUE_FIELDS,
             ),
         ),
@@ -81,8 +206,15 @@ with st.expander("Export as CSV"):
         on_click="ignore",
     )
 
+last = st.session_state.get("review_last")
+if last:
+    what = "taken back" if last[1] == "undone" else f"stored: {last[1].replace('_', ' ')}"
+    st.toast(f"Verdict {what} (statement {last[0]})")
+    st.session_state["review_last"] = None
+
 if not rows:
     st.success("Nothing left to review for these filters.")
+    _undo_button(st.container())
     st.stop()
 
 item = rows[0]
@@ -95,19 +227,22 @@ if item["statement_check_id"] not in audited:
     )
     audited.add(item["statement_check_id"])
 nav1, nav2, nav3 = st.columns([1, 1, 4])
-if nav1.button("Previous", key="review_prev", disabled=idx == 0):
+if nav1.button("Previous", key="review_prev", disabled=idx == 0, shortcut="K"):
     st.session_state["review_index"] = max(0, idx - 1)
     st.rerun()
-if nav2.button("Next", key="review_next", disabled=idx + 1 >= total):
+if nav2.button("Next", key="review_next", disabled=idx + 1 >= total, shortcut="J"):
     st.session_state["review_index"] = idx + 1
     st.rerun()
-nav3.caption(f"Item {idx + 1} of {total:,} · riskiest first")
+nav3.caption(f"Item {idx + 1} of {total:,} · most severe first, then riskiest")
 
 conv = data.conversation(item["conversation_id"])
 st.subheader(f"Statement {item['statement_index'] + 1} of answer {md_text(item['external_id'])}")
+severity = item.get("severity") or UNCLASSIFIED
 st.html(
     " ".join(
         [
+            badge(f"severity: {severity}", SEVERITY_STYLES.get(severity, "")),
+            badge(KIND_LABELS.get(item.get("kind") or UNCLASSIFIED, "?"), "focus"),
             badge(item["status"], item["status"]),
             badge(f"method: {item['method']}", "closest"),
             badge(
@@ -123,12 +258,78 @@ st.html(
         ]
     )
 )
-if item.get("reason"):
-    st.caption(f"Why: {md_text(item['reason'])}")
-if item.get("verdict"):
-    st.caption(f"Latest verdict: {item['verdict']} by {md_text(item['reviewer'])}")
 
+# the statement and the verdict buttons first: in reach before the long answer and source
 answer = conv["answer"] if conv else None
+said, verdicts = st.columns([3, 2])
+with said:
+    text = item.get("statement")
+    if text:
+        marks = exports.word_marks(text, 0, len(text), item["status"], item.get("evidence"))
+        st.html(highlight_html(text, marks))
+    else:
+        st.caption("The statement's text is not available (purged by the retention policy).")
+    if item.get("reason"):
+        st.caption(f"Why: {md_text(item['reason'])}")
+    if item.get("verdict"):
+        st.caption(f"Latest verdict: {item['verdict']} by {md_text(item['reviewer'])}")
+with verdicts:
+    if auth.auth_mode() == "none" and not reviewer_name():
+        st.text_input(
+            "Your name, stored with every verdict",
+            key="review_reviewer",
+            max_chars=auth.MAX_REVIEWER_CHARS,
+            on_change=_take_reviewer_name,
+            placeholder="e.g. Dr. Rivera",
+        )
+    reviewer = reviewer_name()
+    if reviewer:
+        st.caption(f"Reviewing as {md_text(reviewer)}")
+    note = st.text_area(
+        "Note (optional)", key=f"review_note_{item['statement_check_id']}", height=68
+    )
+    b1, b2, b3, b4 = st.columns(4)
+    choice = None
+    if b1.button(
+        "Confirmed",
+        key="review_confirmed",
+        type="primary",
+        disabled=not reviewer,
+        shortcut="H",
+        help="Confirmed hallucination (H)",
+    ):
+        choice = "confirmed"
+    if b2.button("False alarm", key="review_false_alarm", disabled=not reviewer, shortcut="F"):
+        choice = "false_alarm"
+    if b3.button("Unsure", key="review_unsure", disabled=not reviewer, shortcut="U"):
+        choice = "unsure"
+    _undo_button(b4)
+    if not reviewer:
+        st.caption("Type your name above to give a verdict.")
+    st.caption("Keys: H confirmed · F false alarm · U unsure · Z undo · J next · K previous")
+if choice is not None:
+    try:
+        review_id = data.save_verdict(
+            user=user,
+            statement_check_id=item["statement_check_id"],
+            reviewer=reviewer,
+            verdict=choice,
+            note=note or "",
+        )
+    except (PermissionError, ValueError, LookupError) as exc:
+        st.error(f"Verdict not stored: {exc}")
+    else:
+        st.session_state["review_last"] = (item["statement_check_id"], choice)
+        st.session_state["review_undo"] = {
+            "review_id": review_id,
+            "reviewer": reviewer,
+            "statement_check_id": item["statement_check_id"],
+            "index": idx,
+        }
+        if state != "unreviewed":
+            st.session_state["review_index"] = idx + 1
+        st.rerun()
+
 left, right = st.columns(2)
 with left:
     st.markdown("**The statement inside its answer**")
@@ -177,40 +378,3 @@ if contradictions:
                 st.caption(
                     f"Earlier answer {md_text(prev['external_id'])} on {prev['timestamp']:%Y-%m-%d}"
                 )
-
-st.divider()
-reviewer = reviewer_name()
-if not reviewer:
-    st.warning("Type your name in the sidebar (Reviewer name) to give a verdict.")
-note = st.text_area("Note (optional)", key=f"review_note_{item['statement_check_id']}")
-b1, b2, b3 = st.columns(3)
-choice = None
-if b1.button(
-    "Confirmed hallucination", key="review_confirmed", type="primary", disabled=not reviewer
-):
-    choice = "confirmed"
-if b2.button("False alarm", key="review_false_alarm", disabled=not reviewer):
-    choice = "false_alarm"
-if b3.button("Unsure", key="review_unsure", disabled=not reviewer):
-    choice = "unsure"
-if choice is not None:
-    try:
-        data.save_verdict(
-            user=user,
-            statement_check_id=item["statement_check_id"],
-            reviewer=reviewer,
-            verdict=choice,
-            note=note or "",
-        )
-    except (PermissionError, ValueError, LookupError) as exc:
-        st.error(f"Verdict not stored: {exc}")
-    else:
-        st.session_state["review_last"] = (item["statement_check_id"], choice)
-        if state != "unreviewed":
-            st.session_state["review_index"] = idx + 1
-        st.rerun()
-
-last = st.session_state.get("review_last")
-if last:
-    st.toast(f"Verdict stored: {last[1].replace('_', ' ')} (statement {last[0]})")
-    st.session_state["review_last"] = None
