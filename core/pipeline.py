@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -24,6 +24,7 @@ from core.backends.llm import LLMClient, LLMError
 from core.checks import OK, CheckStatus, failed, skipped, unavailable
 from core.config import Settings
 from core.records import ConversationRecord
+from core.stages import STAGES, Stage, Work, transcript_text, unit_interval
 from core.storage import models as m
 from core.storage import repo
 from core.storage.db import read_session, write_session
@@ -32,7 +33,7 @@ from core.text import content_hash, short_hash
 log = logging.getLogger(__name__)
 
 Auto = Literal["auto"]
-StoreStatus = Literal["imported", "updated", "unchanged"]
+StoreStatus = repo.StoreStatus
 # A batch whose insert meets a record a concurrent writer just stored is read and stored again.
 STORE_ATTEMPTS = 3
 
@@ -78,20 +79,6 @@ class QualityReport:
         }
 
 
-@dataclass(slots=True)
-class _Work:
-    """Intermediate results of one record before it is stored."""
-
-    record: ConversationRecord
-    started: float
-    checks: dict[str, CheckStatus] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    grounding: Any = None
-    evidence: Any = None
-    selfcheck: Any = None
-    epistemic: Any = None
-
-
 def statement_risk(status: str, confidence: float) -> float:
     """Review priority of a statement in [0, 1] (higher = look first).
 
@@ -104,12 +91,6 @@ def statement_risk(status: str, confidence: float) -> float:
     if status == "unsupported":
         return round(0.25 + 0.5 * c, 6)
     return round(0.25 * (1.0 - c), 6)
-
-
-def transcript_text(record: ConversationRecord) -> str:
-    """Text the evidence quotes are grounded in: transcript sources, else all sources."""
-    chosen = [s for s in record.sources if s.type == "transcript"] or list(record.sources)
-    return "\n\n".join(s.text for s in chosen)
 
 
 class QualityPipeline:
@@ -144,6 +125,8 @@ class QualityPipeline:
         self.nli = self._load_nli(nli)
         self.llm = self._load_llm(llm)
         self.learned = self._load_learned(learned)
+        # the batch stages, in order (core/stages: one module per detector)
+        self.stages: list[Stage] = [stage() for stage in STAGES]
         self._grounding: Any = None
         self._evidence: Any = None
         self._consistency: Any = None
@@ -274,17 +257,15 @@ class QualityPipeline:
         ordered = sorted(records, key=lambda r: r.when)
         unchanged = self._unchanged_reports(ordered)
         works = [
-            _Work(record=r, started=time.perf_counter()) for r in ordered if r.id not in unchanged
+            Work(record=r, started=time.perf_counter()) for r in ordered if r.id not in unchanged
         ]
         if not works:
             if progress is not None:
                 progress(len(ordered))
             log.info("pipeline: %d records unchanged, nothing to check", len(unchanged))
             return [unchanged[r.id] for r in records]
-        self._run_evidence(works)
-        self._run_grounding(works)
-        self._run_selfcheck(works)
-        self._run_epistemic(works)
+        for stage in self.stages:
+            stage.run(self, works)
         for attempt in range(1, STORE_ATTEMPTS + 1):
             saved = [(list(w.warnings), dict(w.checks)) for w in works]
             pending: list[tuple[repo.ConversationBundle, dict[str, Any]]] = []
@@ -342,103 +323,10 @@ class QualityPipeline:
 
     # ------------------------------------------------------------------ stages
 
-    def _run_evidence(self, works: list[_Work]) -> None:
-        s = self.settings
-        for w in works:
-            rec = w.record
-            if rec.evidence is None:
-                w.checks["evidence"] = skipped("no evidence quotes in the record")
-                continue
-            if not (s.evidence_quote_validation_enabled and s.enable_evidence_validation):
-                w.checks["evidence"] = skipped("evidence validation disabled")
-                continue
-            text = transcript_text(rec)
-            if not text.strip():
-                w.checks["evidence"] = skipped("no transcript to ground the quotes in")
-                continue
-            try:
-                from core.evidence import validate_evidence_schema
-
-                validated = validate_evidence_schema(rec.evidence, keys=None)
-                w.evidence = self.evidence_grounder.check(validated, text)
-            except Exception as exc:  # a failing check is stored as failed, not raised
-                w.checks["evidence"] = failed(type(exc).__name__)
-                continue
-            w.checks["evidence"] = OK
-            if w.evidence.failure_event is not None:
-                w.warnings.append(
-                    "EVIDENCE_HALLUCINATION: none of the "
-                    f"{w.evidence.stats.extracted_count} evidence quotes occurs in the transcript"
-                )
-            elif w.evidence.stats.rejected_count:
-                w.warnings.append(
-                    f"{w.evidence.stats.rejected_count} of {w.evidence.stats.extracted_count} "
-                    "evidence quotes not found in the transcript"
-                )
-
-    def _run_grounding(self, works: list[_Work]) -> None:
-        if not self.settings.enable_grounding_verification:
-            for w in works:
-                w.checks["grounding"] = skipped("grounding verification disabled")
-            return
-        from core.grounding import SourceChunk
-
-        todo: list[tuple[_Work, list[Any]]] = []
-        for w in works:
-            chunks = [
-                SourceChunk(id=s.id, text=s.text, type=s.type, similarity=s.similarity)
-                for s in w.record.sources
-                if s.text.strip()
-            ]
-            if not chunks:
-                w.checks["grounding"] = skipped("no source text to verify against")
-                continue
-            todo.append((w, chunks))
-        if not todo:
-            return
-        try:
-            results = self.grounding_verifier.verify_batch(
-                [(w.record.answer, chunks) for w, chunks in todo]
-            )
-        except Exception as exc:
-            log.warning("grounding batch failed (%s); retrying one by one", type(exc).__name__)
-            results = []
-            for w, chunks in todo:
-                try:
-                    results.append(self.grounding_verifier.verify(w.record.answer, chunks))
-                except Exception as inner:
-                    results.append(inner)
-        for (w, _), result in zip(todo, results, strict=True):
-            if isinstance(result, Exception):
-                w.checks["grounding"] = failed(type(result).__name__)
-                continue
-            w.grounding = result
-            degraded = [f"{k}: {v}" for k, v in result.checks.items() if v.status != "ok"]
-            broken = [k for k, v in result.checks.items() if v.status == "failed"]
-            # a tier that failed fails the check (the verdicts stand on the other tiers)
-            w.checks["grounding"] = (
-                failed(f"{broken[0]} tier: {result.checks[broken[0]].reason}") if broken else OK
-            )
-            for name, status in result.checks.items():
-                w.checks[f"grounding.{name}"] = status
-            w.warnings.extend(result.warnings)
-            if degraded:
-                log.debug("grounding tiers not run: %d", len(degraded))
-
-    def _run_selfcheck(self, works: list[_Work]) -> None:
-        from core.pipeline_selfcheck import run_selfcheck
-
-        run_selfcheck(self, works)
-
-    def _run_epistemic(self, works: list[_Work]) -> None:
-        from core.pipeline_selfcheck import run_epistemic
-
-        run_epistemic(self, works)
-
     # ------------------------------------------------------------------ per record
 
     def _finish(
-        self, session: Session, w: _Work, timelines: dict[str, list[Any]]
+        self, session: Session, w: Work, timelines: dict[str, list[Any]]
     ) -> tuple[repo.ConversationBundle, dict[str, Any]]:
         """Score one record and build its rows (stored with the batch by the caller)."""
         from core.quality import assess_hallucination_risk, overall_quality
@@ -523,7 +411,6 @@ class QualityPipeline:
             content_hash=rec.fingerprint(),
         )
         bundle = repo.ConversationBundle(conversation=conv)
-        source_text = {src.id: src.text for src in rec.sources}
         for st, (kind, severity) in zip(statements, kinds, strict=True):
             bundle.statements.append(
                 m.StatementCheck(
@@ -540,7 +427,7 @@ class QualityPipeline:
                     supporting_evidence=st.supporting_evidence if keep_text else None,
                     evidence_start=st.evidence_start,
                     evidence_end=st.evidence_end,
-                    grounding_confidence=_unit(st.confidence),
+                    grounding_confidence=unit_interval(st.confidence),
                     verification_method=st.verification_method,
                     reason=st.reason if keep_text else None,
                     risk=statement_risk(st.status, st.confidence),
@@ -548,7 +435,6 @@ class QualityPipeline:
                     severity=severity,
                 )
             )
-        del source_text
         if consistency is not None:
             for c in contradictions:
                 prev = c.previous_conversation_id or None
@@ -612,14 +498,8 @@ class QualityPipeline:
                         uncertainty_explanation=sc.uncertainty_explanation,
                     )
                 )
-        if w.evidence is not None:
-            bundle.evidence.append(
-                m.EvidenceValidation(conversation_id=conv_id, **w.evidence.to_storage_dict())
-            )
-        from core.pipeline_selfcheck import claim_rows, selfcheck_rows
-
-        bundle.selfcheck.extend(selfcheck_rows(w, conv_id, keep_text=keep_text))
-        bundle.claims.extend(claim_rows(w, conv_id, keep_text=keep_text))
+        for stage in self.stages:
+            bundle.add(stage.rows(w, conv_id, keep_text=keep_text))
         log.debug(
             "checked record %s: %d statements, %d contradictions",
             short_hash(rec.id),
@@ -645,7 +525,7 @@ class QualityPipeline:
     def _consistency_for(
         self,
         session: Session,
-        w: _Work,
+        w: Work,
         conv_id: str,
         at: datetime,
         timelines: dict[str, list[Any]],
@@ -711,7 +591,7 @@ class QualityPipeline:
             return None, entries
         return result, entries
 
-    def _confidence_for(self, w: _Work, consistency: Any) -> Any:
+    def _confidence_for(self, w: Work, consistency: Any) -> Any:
         if not self.settings.enable_confidence_calibration:
             w.checks["confidence"] = skipped("confidence calibration disabled")
             return None
@@ -740,7 +620,7 @@ class QualityPipeline:
 
 
 def _classify(
-    statements: Sequence[Any], contradictions: Sequence[Any], w: _Work
+    statements: Sequence[Any], contradictions: Sequence[Any], w: Work
 ) -> list[tuple[str | None, str | None]]:
     """Kind and severity of each statement (None, None for a grounded one): what is wrong and
     what it would cost a patient (:mod:`core.severity`). A classifier error leaves the
@@ -765,12 +645,6 @@ def _classify(
         w.checks["severity"] = failed(f"kind and severity not read ({type(exc).__name__})")
         log.warning("severity classification failed: %s", type(exc).__name__)
         return [(None, None)] * len(statements)
-
-
-def _unit(value: float | None) -> float | None:
-    if value is None:
-        return None
-    return min(1.0, max(0.0, float(value)))
 
 
 __all__ = ["QualityPipeline", "QualityReport", "statement_risk", "transcript_text", "LLMError"]

@@ -67,6 +67,28 @@ class ConversationBundle:
     claims: list[ClaimAudit] = field(default_factory=list)
     mentions: list[EntityMention] = field(default_factory=list)
 
+    def add(self, rows: Iterable[Any]) -> None:
+        """File each row under the list of its table (a pipeline stage's rows)."""
+        for row in rows:
+            getattr(self, _BUNDLE_LIST[type(row)]).append(row)
+
+    def children(self) -> Iterator[Any]:
+        """Every check row, list after list (the one place that names the lists)."""
+        for name in dict.fromkeys(_BUNDLE_LIST.values()):
+            yield from getattr(self, name)
+
+
+# Which list of a bundle holds each child table's rows.
+_BUNDLE_LIST: dict[type, str] = {
+    StatementCheck: "statements",
+    ConsistencyCheck: "consistency",
+    ConfidenceMetric: "confidence",
+    EvidenceValidation: "evidence",
+    SelfCheckResult: "selfcheck",
+    ClaimAudit: "claims",
+    EntityMention: "mentions",
+}
+
 
 StoreStatus = Literal["imported", "updated", "unchanged"]
 
@@ -164,14 +186,9 @@ def _rollup(session: Session, conv: Conversation | Any, sign: int) -> None:
     _apply_rollups(session, [_rollup_values(conv, sign)])
 
 
-_CHILD_MODELS: tuple[Any, ...] = (
-    StatementCheck,
-    ConfidenceMetric,
-    EvidenceValidation,
-    SelfCheckResult,
-    ClaimAudit,
-    EntityMention,
-)
+# the child tables whose rows a record's new version replaces (consistency rows are keyed by
+# current_conversation_id and deleted apart)
+_CHILD_MODELS: tuple[Any, ...] = tuple(t for t in _BUNDLE_LIST if t is not ConsistencyCheck)
 
 
 def store_conversation(
@@ -214,21 +231,12 @@ def store_conversation(
     else:
         session.add(conv)
     session.flush()
-    for rows in (
-        bundle.statements,
-        bundle.consistency,
-        bundle.confidence,
-        bundle.evidence,
-        bundle.selfcheck,
-        bundle.claims,
-        bundle.mentions,
-    ):
-        for row in rows:
-            if hasattr(row, "conversation_id"):
-                row.conversation_id = conv.id
-            if isinstance(row, ConsistencyCheck):
-                row.current_conversation_id = conv.id
-            session.add(row)
+    for row in bundle.children():
+        if hasattr(row, "conversation_id"):
+            row.conversation_id = conv.id
+        if isinstance(row, ConsistencyCheck):
+            row.current_conversation_id = conv.id
+        session.add(row)
     _rollup(session, conv, +1)
     session.flush()
     if reviewed:
@@ -364,21 +372,12 @@ def store_many(
         children: dict[Any, list[dict[str, Any]]] = {}
         for b in fresh:
             cid = b.conversation.id
-            for rows in (
-                b.statements,
-                b.consistency,
-                b.confidence,
-                b.evidence,
-                b.selfcheck,
-                b.claims,
-                b.mentions,
-            ):
-                for row in rows:
-                    if isinstance(row, ConsistencyCheck):
-                        row.current_conversation_id = cid
-                    else:
-                        row.conversation_id = cid
-                    children.setdefault(type(row).__table__, []).append(_row(row))
+            for row in b.children():
+                if isinstance(row, ConsistencyCheck):
+                    row.current_conversation_id = cid
+                else:
+                    row.conversation_id = cid
+                children.setdefault(type(row).__table__, []).append(_row(row))
         for table, values in children.items():
             # rows without an optional key must not share a statement with rows that have it
             by_keys: dict[tuple[str, ...], list[dict[str, Any]]] = {}

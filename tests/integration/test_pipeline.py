@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from core.config import load_settings
 from core.pipeline import QualityPipeline
 from core.records import ConversationRecord
+from core.stages import GroundingStage
 from core.storage import repo
 from core.storage.db import read_session
 
@@ -245,13 +246,13 @@ def test_an_unchanged_record_costs_a_lookup_and_no_check(
     first = {r.external_id: r for r in pipeline.process_many(HISTORY)}
     edited = rec(3, 16, "Blood pressure today 130/80. Lisinopril was restarted at 10 mg daily.")
     checked: list[list[str]] = []
-    original = QualityPipeline._run_grounding
+    original = GroundingStage.run
 
-    def spy(self: QualityPipeline, works: list) -> None:  # type: ignore[type-arg]
+    def spy(self: GroundingStage, pipeline: object, works: list) -> None:  # type: ignore[type-arg]
         checked.append([w.record.id for w in works])
-        original(self, works)
+        original(self, pipeline, works)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(QualityPipeline, "_run_grounding", spy)
+    monkeypatch.setattr(GroundingStage, "run", spy)
     again = pipeline.process_many([*HISTORY[:2], edited, *HISTORY[3:]])
     assert checked == [["r-3"]]  # only the edited record is checked again
     by_id = {r.external_id: r for r in again}
