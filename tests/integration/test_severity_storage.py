@@ -237,3 +237,44 @@ def test_a_verdict_can_be_taken_back_by_its_reviewer_only(engine: Engine) -> Non
     with read_session(engine) as s:
         _, left = repo.flagged_statements(session=s, review_state="unreviewed")
     assert left == 1
+
+
+@pytest.mark.model
+def test_the_pipeline_stores_each_flag_with_its_kind_and_severity(sqlite_engine: Engine) -> None:
+    from core.config import load_settings
+    from core.pipeline import QualityPipeline
+    from core.records import ConversationRecord
+
+    record = ConversationRecord.model_validate(
+        {
+            "id": "r-1",
+            "patient_id": "p-1",
+            "timestamp": WHEN.isoformat(),
+            "query": "Summarise the visit.",
+            "answer": "She takes warfarin 10 mg daily. She has no known drug allergies. "
+            "She had a left knee replacement. She keeps two cats at home.",
+            "sources": [
+                {
+                    "id": "note-1",
+                    "text": "Medications: warfarin 5 mg daily. Allergies: sulfa (rash). "
+                    "Status post right knee replacement in 2019. Lives with her husband.",
+                    "type": "note",
+                }
+            ],
+        }
+    )
+    pipeline = QualityPipeline(settings=load_settings(), engine=sqlite_engine, nli=None, llm=None)
+    report = pipeline.process(record)
+    assert "severity" not in report.checks  # present only when classification failed
+    with read_session(sqlite_engine) as s:
+        rows = s.execute(
+            sa.select(
+                m.StatementCheck.status, m.StatementCheck.kind, m.StatementCheck.severity
+            ).order_by(m.StatementCheck.statement_index)
+        ).all()
+    assert [tuple(r) for r in rows] == [
+        ("contradicted", "number", "critical"),  # an anticoagulant dose
+        ("contradicted", "allergy", "critical"),  # a denied allergy
+        ("contradicted", "side", "high"),  # the side of a procedure
+        ("unsupported", "invented", "low"),  # an invented social-history detail
+    ]
