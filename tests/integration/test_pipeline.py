@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy.engine import Engine
 
+from core.checks import OK, skipped
 from core.config import load_settings
 from core.pipeline import QualityPipeline
 from core.records import ConversationRecord
@@ -277,3 +278,29 @@ def test_a_record_given_twice_in_one_batch_is_checked(pipeline: QualityPipeline)
     twice = [HISTORY[0], rec(1, 2, "The patient takes metformin 500 mg twice daily.")]
     reports = pipeline.process_many(twice)
     assert [r.store_status for r in reports][-1] == "updated"
+
+
+class WordCountStage:
+    """A toy detector added through the seam alone: no edit of the pipeline or storage."""
+
+    name = "word_count"
+
+    def run(self, pipeline: object, works: list) -> None:  # type: ignore[type-arg]
+        for w in works:
+            w.results[self.name] = len(w.record.answer.split())
+            w.checks[self.name] = OK if w.record.answer.strip() else skipped("empty answer")
+
+    def rows(self, work: object, conversation_id: str, *, keep_text: bool) -> list[object]:
+        return []
+
+
+def test_a_stage_registered_with_the_pipeline_runs_and_its_status_is_stored(
+    pipeline: QualityPipeline, engine: Engine
+) -> None:
+    pipeline.stages.append(WordCountStage())
+    (report,) = pipeline.process_many(HISTORY[:1])
+    assert report.checks["word_count"] == OK
+    with read_session(engine) as session:
+        stored = repo.get_conversation(session=session, conversation_id=report.conversation_id)
+    assert stored is not None
+    assert stored.conversation.check_status["word_count"] == {"status": "ok", "reason": None}
