@@ -287,3 +287,26 @@ def test_report_verdicts_carry_the_login_and_obey_the_role(
         review = s.execute(select(m.Review)).scalar()
     assert review is not None
     assert (review.reviewer, review.verdict) == ("rita", "confirmed")
+
+
+def _walk(node: object, out: list[str]) -> list[str]:
+    """Every element's key or text, in the order the page draws them."""
+    for child in getattr(node, "children", {}).values():
+        out.append(str(getattr(child, "key", None) or getattr(child, "value", "")))
+        _walk(child, out)
+    return out
+
+
+def test_the_verdict_buttons_sit_beside_the_statement_above_answer_and_source(
+    queue_db, use_db
+) -> None:
+    use_db(queue_db)
+    at = open_page("review")
+    _ok(at)
+    drawn = _walk(at.main, [])
+    answer_at = drawn.index("**The statement inside its answer**")
+    for key in ("review_confirmed", "review_false_alarm", "review_unsure", "review_undo_button"):
+        assert drawn.index(key) < answer_at
+    assert drawn.index(f"review_note_{_statement_id(queue_db.url, 'Allergy critical.')}") < (
+        answer_at
+    )
