@@ -1015,6 +1015,8 @@ def iter_export(
                     "confidence": s.grounding_confidence,
                     "source_id": s.source_chunk_id,
                     "evidence": s.supporting_evidence,
+                    "kind": s.kind,
+                    "severity": s.severity,
                 }
                 for s in detail.statements
             ],

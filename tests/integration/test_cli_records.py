@@ -162,6 +162,9 @@ def test_export_json_and_csv(use_db: str, tmp_path: Path) -> None:
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["id"] for r in rows] == ["ext-0", "ext-3"]
     assert rows[1]["statement_checks"][0]["status"] != "grounded"
+    # a flagged statement about a high-alert drug, exported with its kind and severity
+    assert rows[1]["statement_checks"][0]["kind"] is not None
+    assert rows[1]["statement_checks"][0]["severity"] in ("critical", "high")
     code, out, _ = run("export", "--format", "csv", "--since", "2026-01-03")
     lines = out.strip().splitlines()
     assert lines[0].startswith("id,patient_id,timestamp")
