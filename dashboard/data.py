@@ -1025,7 +1025,9 @@ def _model_row(x: dict[str, Any] | None) -> dict[str, Any]:
         n, total, squares = x[f"n_{name}"], x[f"sum_{name}"], x[f"sumsq_{name}"]
         out[name] = total / n if n else None
         out[f"{name}_n"] = n
-        out[f"{name}_ci"] = mean_interval(n, total, squares)
+        ci = mean_interval(n, total, squares)
+        # scores lie in [0, 1]: so does every mean, and the interval is cut there
+        out[f"{name}_ci"] = (max(0.0, ci[0]), min(1.0, ci[1])) if ci else None
     return out
 
 

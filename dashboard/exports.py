@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
@@ -375,18 +376,110 @@ def drill_rows(rows: Sequence[Mapping[str, Any]], *, report_links: bool) -> list
     return out
 
 
+#: Columns of the CSV of the reliability diagram (one row per bin, as drawn).
+RELIABILITY_FIELDS = ("mean_predicted_risk", "share_confirmed", "statements")
+#: Columns of the CSV of the threshold explorer (one row per threshold on its grid).
+THRESHOLD_FIELDS = ("risk_threshold", "flag_rate", "false_alarm_rate")
+#: Columns of the CSV of the score-by-verdict histogram (one row per verdict and bin).
+VERDICT_HISTOGRAM_FIELDS = ("verdict", "bin_start", "bin_end", "statements")
+
+
+def reliability_rows(
+    mean_predicted: Sequence[float], fraction_positive: Sequence[float], counts: Sequence[int]
+) -> list[dict[str, Any]]:
+    """The points of the reliability diagram."""
+    return [
+        {"mean_predicted_risk": float(p), "share_confirmed": float(f), "statements": int(n)}
+        for p, f, n in zip(mean_predicted, fraction_positive, counts, strict=True)
+    ]
+
+
+def threshold_rows(
+    grid: Sequence[float], flag_rate: Sequence[float], false_alarm_rate: Sequence[float]
+) -> list[dict[str, Any]]:
+    """The two curves of the threshold explorer."""
+    return [
+        {"risk_threshold": float(t), "flag_rate": float(a), "false_alarm_rate": float(b)}
+        for t, a, b in zip(grid, flag_rate, false_alarm_rate, strict=True)
+    ]
+
+
+def verdict_histogram_rows(
+    rows: Sequence[Mapping[str, Any]], *, score: str = "risk", size: float = 0.05
+) -> list[dict[str, Any]]:
+    """The bars of the score-by-verdict histogram: statements per verdict and bin of width
+    ``size`` starting at 0 (a score on a bin's edge counts in the bin it starts); empty bins
+    are left out, as the chart draws nothing there."""
+    counts: dict[tuple[str, int], int] = {}
+    for r in rows:
+        value = r.get(score)
+        if value is None or r.get("verdict") is None:
+            continue
+        key = (str(r["verdict"]), int(math.floor(float(value) / size + 1e-9)))
+        counts[key] = counts.get(key, 0) + 1
+    order = {"confirmed": 0, "false_alarm": 1, "unsure": 2}
+    keys = sorted(counts, key=lambda k: (order.get(k[0], 9), k))
+    return [
+        {
+            "verdict": verdict,
+            "bin_start": round(i * size, 6),
+            "bin_end": round((i + 1) * size, 6),
+            "statements": counts[(verdict, i)],
+        }
+        for verdict, i in keys
+    ]
+
+
+#: Columns of the patient page's answers (its table, and the CSV of its chart).
+PATIENT_ANSWER_FIELDS = (
+    "time",
+    "answer",
+    "model",
+    "grounding",
+    "consistency",
+    "risk",
+    "flagged",
+    "contradictions",
+)
+
+
+def patient_answer_rows(answers: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One patient's answers as the page lists them and its chart draws them, oldest first."""
+    return [
+        {
+            "time": a["timestamp"],
+            "answer": a["external_id"],
+            "model": a["model"],
+            "grounding": a["grounding"],
+            "consistency": a["consistency"],
+            "risk": a["risk"],
+            "flagged": a["flagged"],
+            "contradictions": a["contradictions"],
+        }
+        for a in answers
+    ]
+
+
 __all__ = [
+    "PATIENT_ANSWER_FIELDS",
     "MODEL_SUMMARY_FIELDS",
     "QUEUE_FIELDS",
+    "RELIABILITY_FIELDS",
+    "THRESHOLD_FIELDS",
     "TREND_FIELDS",
     "VERDICT_FIELDS",
+    "VERDICT_HISTOGRAM_FIELDS",
     "VOLUME_FIELDS",
     "chart_rows",
     "drill_rows",
     "model_summary_display",
     "model_summary_rows",
+    "patient_answer_rows",
+    "reliability_rows",
     "report_html",
     "report_markdown",
     "rows_to_csv",
     "statement_highlights",
+    "threshold_rows",
+    "verdict_histogram_rows",
 ]

@@ -421,13 +421,14 @@ def padded_range(
     values: Sequence[float | None], *, pad: float = 0.1, min_pad: float = 0.02
 ) -> list[float]:
     """A y-axis range fitted to ``values`` (scores in [0, 1]): their span with ``pad`` of it
-    (at least ``min_pad``) on each side, clipped to [0, 1]; [0, 1] when there is no value."""
+    (at least ``min_pad``) on each side, clipped to [-min_pad, 1 + min_pad] so that a point
+    at 0 or 1 is drawn whole; [0, 1] when there is no value."""
     present = [float(v) for v in values if v is not None]
     if not present:
         return [0.0, 1.0]
     lo, hi = min(present), max(present)
     margin = max((hi - lo) * pad, min_pad)
-    return [max(0.0, lo - margin), min(1.0, hi + margin)]
+    return [max(-min_pad, lo - margin), min(1.0 + min_pad, hi + margin)]
 
 
 def _model_label(row: Row) -> str:
@@ -631,6 +632,79 @@ def model_volume_figure(
     return fig
 
 
+def patient_answers_figure(rows: Sequence[Row], *, thresholds: Mapping[str, float]) -> go.Figure:
+    """One patient's answers over time: grounding and consistency (higher is better) and risk
+    (higher is worse), one point per answer.
+
+    The y-axis is fitted to the values shown (:func:`padded_range`); each score's threshold
+    is a dashed line in its colour; the hover names the answer, its model and time and gives
+    the value to two decimals; answers with a contradiction get a red cross. Every point
+    carries ``[answer id, conversation id]`` as custom data, to open its report.
+    """
+    if not rows:
+        return _empty("Answers over time", "No answers for this patient")
+    fig = go.Figure()
+    x = [r["timestamp"] for r in rows]
+    metrics = ("grounding", "consistency", "risk")
+    for metric in metrics:
+        values = [r.get(metric) for r in rows]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=values,
+                name=SCORE_TITLES[metric],
+                mode="lines+markers",
+                line={"color": COLORS[metric]},
+                marker={"size": 7},
+                text=[
+                    f"{html.escape(str(r.get('external_id')))} · {html.escape(str(r.get('model')))}"
+                    f"<br>{r['timestamp']:%Y-%m-%d %H:%M}<br>{metric} "
+                    + ("–" if v is None else f"{v:.2f}")
+                    for r, v in zip(rows, values, strict=True)
+                ],
+                customdata=[[str(r.get("external_id")), str(r.get("id"))] for r in rows],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    marked = [r for r in rows if r.get("contradictions")]
+    if marked:
+        fig.add_trace(
+            go.Scatter(
+                x=[r["timestamp"] for r in marked],
+                y=[r.get("consistency") or 0.0 for r in marked],
+                name="contradiction",
+                mode="markers",
+                marker={"symbol": "x", "size": 12, "color": COLORS["confirmed"]},
+                text=[
+                    f"{html.escape(str(r.get('external_id')))}<br>"
+                    f"{int(r['contradictions'])} contradiction(s)"
+                    for r in marked
+                ],
+                customdata=[[str(r.get("external_id")), str(r.get("id"))] for r in marked],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    for metric in metrics:
+        if metric in thresholds:
+            fig.add_hline(
+                y=float(thresholds[metric]),
+                line={"dash": "dash", "color": COLORS[metric], "width": 1},
+                annotation_text=f"{metric} threshold {float(thresholds[metric]):.2f}",
+                annotation_position="top left",
+                annotation_font_size=10,
+                annotation_font_color=COLORS[metric],
+            )
+    shown = [r.get(m) for r in rows for m in metrics]
+    fig.update_layout(
+        title="Answers over time",
+        yaxis={"range": padded_range(shown), "tickformat": ".2f"},
+        height=380,
+        hovermode="closest",
+        **_LAYOUT,
+    )
+    return fig
+
+
 def selected_point(points: Sequence[Mapping[str, Any]]) -> tuple[str, str | None] | None:
     """The ``(period, model)`` of the first selected point of a chart drawn here (model None
     for the merged line), from Streamlit's selection ``points``; None when nothing usable is
@@ -653,6 +727,7 @@ __all__ = [
     "model_trends_figure",
     "model_volume_figure",
     "padded_range",
+    "patient_answers_figure",
     "patient_scores_figure",
     "reliability_figure",
     "score_by_verdict_figure",

@@ -11,7 +11,8 @@ from core.calibration import (
     expected_calibration_error,
     reliability_curve,
 )
-from dashboard import auth, data, figures, url_state
+from dashboard import auth, data, exports, figures, url_state
+from dashboard.downloads import csv_button
 from dashboard.sidebar import current_filters
 
 auth.guard("calibration")
@@ -65,6 +66,20 @@ else:
     right.plotly_chart(
         figures.score_by_verdict_figure(rows, score="risk"), key="calibration_distribution"
     )
+    with left:
+        csv_button(
+            "Reliability (CSV)",
+            "calibration_reliability",
+            exports.reliability_rows(curve.mean_predicted, curve.fraction_positive, curve.counts),
+            exports.RELIABILITY_FIELDS,
+        )
+    with right:
+        csv_button(
+            "Risk by verdict (CSV)",
+            "calibration_distribution",
+            exports.verdict_histogram_rows(rows, score="risk"),
+            exports.VERDICT_HISTOGRAM_FIELDS,
+        )
 
 st.subheader("Threshold explorer")
 bins = 20
@@ -93,5 +108,11 @@ t3.metric("False-alarm rate among reviewed flags", f"{false_alarm[i]:.1%}")
 st.plotly_chart(
     figures.threshold_figure(grid, flag_rate, false_alarm, current=current),
     key="calibration_thresholds",
+)
+csv_button(
+    "Threshold explorer (CSV)",
+    "calibration_thresholds",
+    exports.threshold_rows(grid, flag_rate, false_alarm),
+    exports.THRESHOLD_FIELDS,
 )
 url_state.write({"bins": str(n_bins), "threshold": f"{current:.2f}"})

@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import auth, data, exports, figures, url_state
+from dashboard.downloads import csv_button
 from dashboard.highlight import md_text
 from dashboard.sidebar import current_filters
 
@@ -71,28 +72,6 @@ cols[5].metric(
     help="Higher is worse.",
 )
 
-actor = auth.actor()  # read now: the download callables run on click, after this script
-
-
-def _exported(what: str, csv_text: str) -> str:
-    """Audit a chart export when the user downloads it (runs on click, outside the script)."""
-    data.audit(actor=actor, action="export", target_type=what, target_id="csv")
-    return csv_text
-
-
-def _download(label: str, what: str, rows: list[dict[str, Any]], fields: tuple[str, ...]) -> None:
-    csv_text = exports.rows_to_csv(rows, fields)
-    st.download_button(
-        label,
-        data=lambda: _exported(what, csv_text),
-        file_name=f"{what}_{f.start}_{f.end}.csv",
-        mime="text/csv",
-        key=f"{what}_csv",
-        on_click="ignore",
-        icon=":material/download:",
-    )
-
-
 # --------------------------------------------------------------------------- per model
 
 st.subheader("By model")
@@ -106,7 +85,7 @@ st.dataframe(
     hide_index=True,
     key="overview_models",
 )
-_download(
+csv_button(
     "Table (CSV)",
     "overview_models",
     exports.model_summary_rows(summary),
@@ -130,7 +109,14 @@ models_in_view = list(f.models) or data.models()
 c1, c2 = st.columns([1, 3])
 with c1:
     granularity = (
-        st.segmented_control("Period", ["day", "week"], default="day", key="overview_granularity")
+        st.segmented_control(
+            "Period",
+            ["day", "week"],
+            default="day",
+            key="overview_granularity",
+            # a selected day is no week: its list closes
+            on_change=lambda: st.session_state.update(overview_drill=None),
+        )
         or "day"
     )
 with c2:
@@ -173,7 +159,7 @@ scores_event = st.plotly_chart(
     selection_mode="points",
 )
 _selected(scores_event, "scores")
-_download("Scores (CSV)", "overview_scores", chart_rows, exports.TREND_FIELDS)
+csv_button("Scores (CSV)", "overview_scores", chart_rows, exports.TREND_FIELDS)
 volume_event = st.plotly_chart(
     figures.model_volume_figure(points),
     key="overview_volume",
@@ -181,7 +167,7 @@ volume_event = st.plotly_chart(
     selection_mode="points",
 )
 _selected(volume_event, "volume")
-_download("Volume (CSV)", "overview_volume", chart_rows, exports.VOLUME_FIELDS)
+csv_button("Volume (CSV)", "overview_volume", chart_rows, exports.VOLUME_FIELDS)
 
 # --------------------------------------------------------------------------- drill-down
 

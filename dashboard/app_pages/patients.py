@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import auth, data, figures, url_state
+from dashboard import auth, data, exports, figures, url_state
+from dashboard.downloads import csv_button
 from dashboard.highlight import badge, highlight_html, md_text
 from dashboard.sidebar import current_filters
 
@@ -31,9 +32,29 @@ c[1].metric("Flagged", sum(a["flagged"] for a in answers))
 c[2].metric("Contradictions", len(contradictions))
 c[3].metric("Entities", len({(m["kind"], m["name"]) for m in info["mentions"]}))
 
-st.plotly_chart(
-    figures.patient_scores_figure(answers, thresholds=data.thresholds()), key="patients_scores"
+event = st.plotly_chart(
+    figures.patient_answers_figure(answers, thresholds=data.thresholds()),
+    key="patients_scores",
+    on_select="rerun",
+    selection_mode="points",
 )
+picked = next(
+    (p["customdata"] for p in event.selection.points if len(p.get("customdata") or ()) >= 2),
+    None,
+)
+left, right = st.columns([1, 3])
+with left:
+    csv_button(
+        "Answers (CSV)",
+        "patients_answers",
+        exports.patient_answer_rows(answers),
+        exports.PATIENT_ANSWER_FIELDS,
+    )
+if picked:
+    with right:
+        if st.button(f"Open the report of answer {md_text(picked[0])}", key="patients_open_point"):
+            st.session_state["report_conversation"] = picked[1]
+            st.switch_page("app_pages/report.py", query_params={"id": picked[1]})
 st.plotly_chart(figures.entity_timeline_figure(info["mentions"]), key="patients_entities")
 
 st.subheader("Contradictions")
@@ -60,19 +81,7 @@ for i, x in enumerate(contradictions):
 
 st.subheader("Answers")
 st.dataframe(
-    [
-        {
-            "time": a["timestamp"],
-            "answer": a["external_id"],
-            "model": a["model"],
-            "grounding": a["grounding"],
-            "consistency": a["consistency"],
-            "risk": a["risk"],
-            "flagged": a["flagged"],
-            "contradictions": a["contradictions"],
-        }
-        for a in reversed(answers)
-    ],
+    exports.patient_answer_rows(list(reversed(answers))),
     hide_index=True,
     key="patients_answers",
 )

@@ -214,6 +214,11 @@ def test_calibration_and_patients_keep_their_state_in_the_url(seeded_db, use_db)
     no_errors(shared)
     assert shared.slider(key="calibration_bins").value == 7
     assert shared.slider(key="calibration_threshold").value == 0.45
+    assert [b.label for b in shared.get("download_button")] == [
+        "Reliability (CSV)",
+        "Risk by verdict (CSV)",
+        "Threshold explorer (CSV)",
+    ]
 
     at = open_page("patients")
     at.selectbox(key="patients_pick").set_value(PATIENTS[2]).run()
@@ -224,6 +229,9 @@ def test_calibration_and_patients_keep_their_state_in_the_url(seeded_db, use_db)
     shared.run()
     no_errors(shared)
     assert shared.selectbox(key="patients_pick").value == PATIENTS[2]
+    scores = chart(shared, "patients_scores")
+    assert scores["layout"]["yaxis"]["range"] != [0, 1.02]  # fitted to the answers' scores
+    assert "Answers (CSV)" in [b.label for b in shared.get("download_button")]
 
 
 # --------------------------------------------------------------------------- addresses

@@ -59,7 +59,7 @@ def test_y_axes_fit_the_data_with_padding() -> None:
     assert 0.97 < high <= 0.99
     assert high - low < 0.2  # not the fixed 0..1 axis
     assert figures.padded_range([0.5, 0.5]) == pytest.approx([0.48, 0.52])
-    assert figures.padded_range([0.0, 1.0]) == [0.0, 1.0]
+    assert figures.padded_range([0.0, 1.0]) == [-0.02, 1.02]  # points at the edges drawn whole
     assert figures.padded_range([None]) == [0.0, 1.0]
 
 
@@ -137,3 +137,59 @@ def test_chart_csv_holds_what_the_chart_draws_and_neutralises_formulas() -> None
     assert "2026-03-01,model-b,1,True,0.93," in text
     assert "\n=cmd" not in text
     assert ",=cmd" not in text
+
+
+def test_calibration_csvs_hold_the_points_the_charts_draw() -> None:
+    rel = exports.reliability_rows([0.15, 0.55], [0.1, 0.6], [10, 5])
+    assert exports.rows_to_csv(rel, exports.RELIABILITY_FIELDS).splitlines() == [
+        "mean_predicted_risk,share_confirmed,statements",
+        "0.15,0.1,10",
+        "0.55,0.6,5",
+    ]
+    thr = exports.threshold_rows([0.0, 0.5], [1.0, 0.25], [0.4, 0.1])
+    assert exports.rows_to_csv(thr, exports.THRESHOLD_FIELDS).splitlines()[1:] == [
+        "0.0,1.0,0.4",
+        "0.5,0.25,0.1",
+    ]
+    reviewed = [
+        {"verdict": "false_alarm", "risk": 0.12},
+        {"verdict": "confirmed", "risk": 0.95},
+        {"verdict": "confirmed", "risk": 0.97},
+        {"verdict": "confirmed", "risk": 0.10},  # on a bin's edge: the bin it starts
+        {"verdict": "unsure", "risk": None},
+    ]
+    assert exports.verdict_histogram_rows(reviewed) == [
+        {"verdict": "confirmed", "bin_start": 0.1, "bin_end": 0.15, "statements": 1},
+        {"verdict": "confirmed", "bin_start": 0.95, "bin_end": 1.0, "statements": 2},
+        {"verdict": "false_alarm", "bin_start": 0.1, "bin_end": 0.15, "statements": 1},
+    ]
+
+
+def test_a_patients_answers_chart_fits_its_axis_and_points_at_reports() -> None:
+    from datetime import UTC, datetime
+
+    rows = [
+        {
+            "id": f"conv-{i}",
+            "external_id": f"rec-{i}",
+            "model": "model-a",
+            "timestamp": datetime(2026, 3, i + 1, 9, tzinfo=UTC),
+            "grounding": 0.8 + 0.05 * i,
+            "consistency": 0.9,
+            "risk": 0.3,
+            "contradictions": i,
+        }
+        for i in range(3)
+    ]
+    fig = figures.patient_answers_figure(rows, thresholds=THRESHOLDS)
+    grounding = fig.data[0]
+    assert grounding.text[1] == "rec-1 · model-a<br>2026-03-02 09:00<br>grounding 0.85"
+    assert list(grounding.customdata[1]) == ["rec-1", "conv-1"]
+    low, high = fig.layout.yaxis.range
+    assert 0.2 < low < 0.3
+    assert 0.9 < high < 1.0
+    dashed = {s.y0 for s in fig.layout.shapes if s.line.dash == "dash"}
+    assert dashed == {0.7, 0.8, 0.3}
+    crosses = fig.data[-1]
+    assert crosses.name == "contradiction"
+    assert len(crosses.x) == 2
