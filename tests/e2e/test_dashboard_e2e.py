@@ -178,6 +178,7 @@ def _upload(page: object, index: int, path: Path, expect: str) -> None:
 def test_every_page_renders(server: str, page: object) -> None:
     pages = [
         ("", "Overview", "Hallucination risk"),
+        ("overview", "Overview", "Hallucination risk"),
         ("review", "Review queue", "In queue"),
         ("report", "Query report", "most recent flagged answer"),
         ("upload", "Upload", "paste a transcript to begin"),
@@ -187,7 +188,7 @@ def test_every_page_renders(server: str, page: object) -> None:
     for path, heading, text in pages:
         _open(page, f"{server}/{path}", heading)
         page.get_by_text(text).first.wait_for()  # type: ignore[attr-defined]
-        if path in ("", "calibration", "patients"):
+        if path in ("", "overview", "calibration", "patients"):
             page.locator(".js-plotly-plot").first.wait_for()  # type: ignore[attr-defined]
         _settle(page)
         assert page.get_by_text("Page not found").count() == 0  # type: ignore[attr-defined]
@@ -261,3 +262,76 @@ def test_record_fields_are_shown_as_typed_and_fetch_nothing(server: str, page: o
         links.nth(i).evaluate("e => e.parentElement.outerHTML") for i in range(links.count())
     ]
     page.screenshot(path=str(ARTIFACTS / "report_literal_fields.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def _metric(page: object, label: str) -> str:
+    box = page.get_by_test_id("stMetric").filter(has_text=label).first  # type: ignore[attr-defined]
+    return str(box.get_by_test_id("stMetricValue").inner_text())
+
+
+def _overview(page: object, url: str) -> None:
+    _open(page, url, "Overview")
+    page.locator(".js-plotly-plot").first.wait_for()  # type: ignore[attr-defined]
+    _settle(page)
+    assert page.get_by_text("Page not found").count() == 0  # type: ignore[attr-defined]
+
+
+def test_a_shared_url_reproduces_the_view_in_a_new_browser_context(
+    server: str, browser: object
+) -> None:
+    """Filters picked in one browser are in its address; the address opened in a new browser
+    context (no cookies, a new session) shows the same view."""
+    model = "clinical-llm-b"
+    viewport = {"width": 1400, "height": 1000}
+    first = browser.new_context(viewport=viewport)  # type: ignore[attr-defined]
+    try:
+        pg = first.new_page()
+        pg.set_default_timeout(TIMEOUT_MS)
+        _overview(pg, f"{server}/overview")
+        pg.get_by_role("combobox", name="Model").click()
+        pg.get_by_role("option", name=model).click()
+        pg.keyboard.press("Escape")
+        pg.wait_for_function(f"() => location.search.includes('models={model}')")
+        _settle(pg)
+        pg.get_by_role("radio", name="week", exact=True).click()
+        pg.wait_for_function("() => location.search.includes('period=week')")
+        _settle(pg)
+        shared = pg.url
+        answers = _metric(pg, "Answers")
+        flagged = _metric(pg, "Share flagged")
+    finally:
+        first.close()
+    assert "/overview?" in shared
+
+    second = browser.new_context(viewport=viewport)  # type: ignore[attr-defined]
+    try:
+        pg2 = second.new_page()
+        pg2.set_default_timeout(TIMEOUT_MS)
+        _overview(pg2, shared)
+        assert _metric(pg2, "Answers") == answers
+        assert _metric(pg2, "Share flagged") == flagged
+        # the model is chosen in the sidebar and weeks are the period
+        tags = pg2.get_by_test_id("stSidebar").locator("[data-tag]")
+        assert tags.count() == 1
+        assert tags.first.inner_text().strip() == model
+        week = pg2.get_by_role("radio", name="week", exact=True)
+        assert week.get_attribute("aria-checked") == "true"
+        assert pg2.url == shared
+        pg2.screenshot(path=str(ARTIFACTS / "overview_shared_url.png"), full_page=True)
+    finally:
+        second.close()
+
+
+def test_a_chart_point_opens_its_answers(server: str, page: object) -> None:
+    """Clicking a point of a trend chart lists the answers of that day and model, with links
+    to their reports, and puts the point in the address."""
+    _overview(page, f"{server}/overview")
+    chart = page.locator(".js-plotly-plot").first  # type: ignore[attr-defined]
+    chart.locator(".scatterlayer .trace .points path").first.click(force=True)
+    heading = page.get_by_role("heading", name="Answers of")  # type: ignore[attr-defined]
+    heading.first.wait_for()
+    page.wait_for_function("() => location.search.includes('day=')")  # type: ignore[attr-defined]
+    _settle(page)
+    answers = page.get_by_test_id("stDataFrame").last  # type: ignore[attr-defined]
+    answers.wait_for()
+    page.screenshot(path=str(ARTIFACTS / "overview_drill_down.png"), full_page=True)  # type: ignore[attr-defined]
