@@ -9,11 +9,12 @@ every check's status. A check that cannot run says why; nothing degrades silentl
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -120,11 +121,16 @@ class QualityPipeline:
     ) -> None:
         self.settings = settings
         self.engine = engine
-        self.backend_status: dict[str, CheckStatus] = {}
-        self.embedder = self._load_embedder(embedder)
-        self.nli = self._load_nli(nli)
-        self.llm = self._load_llm(llm)
-        self.learned = self._load_learned(learned)
+        # backends load on first use, so a batch of unchanged records loads no model
+        self._backend_args: dict[str, Any] = {
+            "embedder": embedder,
+            "nli": nli,
+            "llm": llm,
+            "learned": learned,
+        }
+        self._backends: dict[str, Any] = {}
+        self._backend_status: dict[str, CheckStatus] = {}
+        self._backend_lock = threading.RLock()
         # the batch stages, in order (core/stages: one module per detector)
         self.stages: list[Stage] = [stage() for stage in STAGES]
         self._grounding: Any = None
@@ -136,48 +142,89 @@ class QualityPipeline:
 
     # ------------------------------------------------------------------ backends
 
+    def _backend(self, name: str) -> Any:
+        with self._backend_lock:
+            if name not in self._backends:
+                loader = {
+                    "embedder": self._load_embedder,
+                    "nli": self._load_nli,
+                    "llm": self._load_llm,
+                    "learned": self._load_learned,
+                }[name]
+                self._backends[name] = loader(self._backend_args[name])
+            return self._backends[name]
+
+    @property
+    def embedder(self) -> Any:
+        """The embedding model (loaded on first use), or ``None``."""
+        return self._backend("embedder")
+
+    @property
+    def nli(self) -> Any:
+        """The NLI cross-encoder (loaded on first use), or ``None``."""
+        return self._backend("nli")
+
+    @property
+    def llm(self) -> LLMClient | None:
+        """The LLM client (connected on first use), or ``None``."""
+        return cast("LLMClient | None", self._backend("llm"))
+
+    @property
+    def learned(self) -> Any:
+        """The learned verifier (loaded on first use), or ``None``."""
+        return self._backend("learned")
+
+    @property
+    def backend_status(self) -> dict[str, CheckStatus]:
+        """Each backend's status; loads those not loaded yet."""
+        for name in self._backend_args:
+            self._backend(name)
+        return self._backend_status
+
     def _load_embedder(self, embedder: Any) -> Any:
         if embedder != "auto":
-            self.backend_status["embedder"] = (
+            self._backend_status["embedder"] = (
                 OK if embedder is not None else unavailable("no embedding model given")
             )
             return embedder
         if not self.settings.enable_grounding_verification:
-            self.backend_status["embedder"] = skipped("grounding verification disabled")
+            self._backend_status["embedder"] = skipped("grounding verification disabled")
             return None
         emb, status = load_embedder(self.settings, store=repo.DbEmbeddingStore(self.engine))
-        self.backend_status["embedder"] = status
+        self._backend_status["embedder"] = status
         return emb
 
     def _load_learned(self, learned: Any) -> Any:
         if learned != "auto":
-            self.backend_status["learned"] = (
+            self._backend_status["learned"] = (
                 OK if learned is not None else unavailable("no learned verifier given")
             )
             return learned
         if not self.settings.enable_grounding_verification:
-            self.backend_status["learned"] = skipped("grounding verification disabled")
+            self._backend_status["learned"] = skipped("grounding verification disabled")
             return None
         model, status = load_learned(self.settings)
-        self.backend_status["learned"] = status
+        self._backend_status["learned"] = status
         return model
 
     def _load_nli(self, nli: Any) -> Any:
         if nli != "auto":
-            self.backend_status["nli"] = (
+            self._backend_status["nli"] = (
                 OK if nli is not None else unavailable("no NLI model configured")
             )
             return nli
         model, status = load_nli(self.settings)
-        self.backend_status["nli"] = status
+        self._backend_status["nli"] = status
         return model
 
     def _load_llm(self, llm: Any) -> LLMClient | None:
         if llm != "auto":
-            self.backend_status["llm"] = OK if llm is not None else unavailable("no LLM configured")
+            self._backend_status["llm"] = (
+                OK if llm is not None else unavailable("no LLM configured")
+            )
             return llm
         client, status = load_llm(self.settings, cache=repo.DbLLMCache(self.engine))
-        self.backend_status["llm"] = status
+        self._backend_status["llm"] = status
         return client
 
     # ------------------------------------------------------------------ detectors

@@ -53,10 +53,18 @@ class PipelineContext(Protocol):
     detectors (loaded once per pipeline)."""
 
     settings: Settings
-    embedder: Any
-    nli: Any
-    learned: Any
-    llm: LLMClient | None
+
+    @property
+    def embedder(self) -> Any: ...
+
+    @property
+    def nli(self) -> Any: ...
+
+    @property
+    def learned(self) -> Any: ...
+
+    @property
+    def llm(self) -> LLMClient | None: ...
 
     @property
     def grounding_verifier(self) -> Any: ...
