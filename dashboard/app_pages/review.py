@@ -127,21 +127,14 @@ def _facet(
 k1, k2, k3, k4 = st.columns(4)
 _facet(k1, "Severity", "review_severities", [*SEVERITIES, UNCLASSIFIED], facets["severity"])
 _facet(k2, "Kind", "review_kinds", [*KINDS, UNCLASSIFIED], facets["kind"], KIND_LABELS)
-_facet(
-    k3,
-    "Model",
-    "review_models",
-    sorted(m for m in facets["model"] if not f.models or m in f.models),
-    facets["model"],
-)
+# only the models and patients the sidebar keeps
+models_left = {m: n for m, n in facets["model"].items() if not f.models or m in f.models}
+_facet(k3, "Model", "review_models", sorted(models_left), models_left)
 if sees_patients:
-    _facet(
-        k4,
-        "Patient",
-        "review_patients",
-        sorted(p for p in facets.get("patient", {}) if not f.patients or p in f.patients),
-        facets.get("patient", {}),
-    )
+    patients_left = {
+        p: n for p, n in facets.get("patient", {}).items() if not f.patients or p in f.patients
+    }
+    _facet(k4, "Patient", "review_patients", sorted(patients_left), patients_left)
 
 # a change of any filter starts the queue again at its first (most severe) item
 signature = (f.key(), tuple(statuses), state, kinds, severities, page_models, page_patients)

@@ -310,3 +310,17 @@ def test_the_verdict_buttons_sit_beside_the_statement_above_answer_and_source(
     assert drawn.index(f"review_note_{_statement_id(queue_db.url, 'Allergy critical.')}") < (
         answer_at
     )
+
+
+def test_the_page_filters_offer_only_what_the_sidebar_keeps(queue_db, use_db) -> None:
+    use_db(queue_db)
+    at = open_page("review")
+    at.multiselect(key="sidebar_models").set_value(["model-b"]).run()
+    _ok(at)
+    assert _in_queue(at) == 4
+    assert _options(at, "review_models") == ["model-b (4)"]
+    at.multiselect(key="sidebar_patients").set_value(["p-2"]).run()
+    _ok(at)
+    assert _in_queue(at) == 2
+    assert _options(at, "review_patients") == ["p-2 (2)"]
+    assert _options(at, "review_severities") == ["critical (1)", "high (1)"]
