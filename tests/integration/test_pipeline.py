@@ -304,3 +304,13 @@ def test_a_stage_registered_with_the_pipeline_runs_and_its_status_is_stored(
         stored = repo.get_conversation(session=session, conversation_id=report.conversation_id)
     assert stored is not None
     assert stored.conversation.check_status["word_count"] == {"status": "ok", "reason": None}
+
+
+def test_a_batch_of_unchanged_records_loads_no_model(
+    pipeline: QualityPipeline, engine: Engine
+) -> None:
+    pipeline.process_many(HISTORY)
+    fresh = QualityPipeline(settings=load_settings(), engine=engine, llm=None)
+    assert {r.store_status for r in fresh.process_many(HISTORY)} == {"unchanged"}
+    assert fresh._backends == {}  # nothing was loaded: no model work to do
+    assert fresh.backend_status["embedder"].status == "ok"  # asking loads it
