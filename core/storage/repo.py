@@ -1391,22 +1391,10 @@ def rebuild_model_rollup(*, session: Session) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelTrendPoint:
-    """One model's scores in one period (averages; None when nothing was scored)."""
+class ModelTrendPoint(TrendPoint):
+    """One model's scores in one period: a :class:`TrendPoint` and the model it is of."""
 
-    model: str
-    period: date
-    conversations: int
-    flagged: int
-    grounding: float | None
-    consistency: float | None
-    confidence: float | None
-    risk: float | None
-    quality: float | None
-
-    @property
-    def flagged_share(self) -> float:
-        return self.flagged / self.conversations if self.conversations else 0.0
+    model: str = ""
 
 
 def quality_trend_by_model(
@@ -1438,7 +1426,17 @@ def quality_trend_by_model(
         .order_by(t.model_used, bucket)
     )
     return [
-        ModelTrendPoint(str(r[0]), _to_date(r[1]), int(r[2]), int(r[3]), *(_f(v) for v in r[4:]))
+        ModelTrendPoint(
+            period=_to_date(r[1]),
+            conversations=int(r[2]),
+            flagged=int(r[3]),
+            grounding=_f(r[4]),
+            consistency=_f(r[5]),
+            confidence=_f(r[6]),
+            risk=_f(r[7]),
+            quality=_f(r[8]),
+            model=str(r[0]),
+        )
         for r in session.execute(stmt)
     ]
 
