@@ -506,15 +506,23 @@ def model_trends_figure(
         vertical_spacing=0.12,
     )
     groups = _by_model(rows)
+    # traces, lines and notes are added in one go each: plotly's per-call row/col lookups
+    # and layout copies cost more than building the whole chart
+    traces: list[go.Scatter] = []
+    shapes: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    axes: dict[str, Any] = {}
     for i, metric in enumerate(metrics):
-        row, col = i // 2 + 1, i % 2 + 1
+        suffix = "" if i == 0 else str(i + 1)  # make_subplots numbers the 2x2 axes row-major
         for j, (label, model_rows) in enumerate(groups.items()):
             color = MODEL_COLORS[j % len(MODEL_COLORS)]
             values = [r.get(metric) for r in model_rows]
-            fig.add_trace(
+            traces.append(
                 go.Scatter(
                     x=[r["period"] for r in model_rows],
                     y=values,
+                    xaxis=f"x{suffix}",
+                    yaxis=f"y{suffix}",
                     mode="lines+markers",
                     name=html.escape(label),
                     legendgroup=label,
@@ -528,46 +536,71 @@ def model_trends_figure(
                     ],
                     customdata=_point_data(label, model_rows),
                     hovertemplate="%{text}<extra></extra>",
-                ),
-                row=row,
-                col=col,
+                )
             )
         y_range = padded_range([r.get(metric) for r in rows])
-        fig.update_yaxes(range=y_range, tickformat=".2f", row=row, col=col)
+        axes[f"yaxis{suffix}"] = {"range": y_range, "tickformat": ".2f"}
         if metric in thresholds:
-            _threshold_line(fig, float(thresholds[metric]), y_range, row=row, col=col)
-    fig.update_layout(height=height, hovermode="closest", **_LAYOUT)
+            line, line_notes = _threshold_line(float(thresholds[metric]), y_range, suffix)
+            shapes.append(line)
+            notes.extend(line_notes)
+    fig.add_traces(traces)
+    fig.update_layout(
+        **axes,
+        shapes=shapes,
+        annotations=[*fig.layout.annotations, *notes],
+        height=height,
+        hovermode="closest",
+        **_LAYOUT,
+    )
     return fig
 
 
 def _threshold_line(
-    fig: go.Figure, threshold: float, y_range: Sequence[float], *, row: int, col: int
-) -> None:
-    """The threshold as a dashed line; when outside ``y_range``, a note at the chart's edge."""
-    fig.add_hline(
-        y=threshold,
-        line={"dash": "dash", "color": COLORS["threshold"], "width": 1},
-        annotation_text=f"threshold {threshold:.2f}",
-        annotation_position="top left",
-        annotation_font_size=10,
-        row=row,
-        col=col,
-    )
+    threshold: float, y_range: Sequence[float], suffix: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The threshold of the chart on axes ``x{suffix}``/``y{suffix}`` as a dashed line with
+    its label; when outside ``y_range``, also a note at the chart's edge saying where."""
+    line = {
+        "type": "line",
+        "xref": f"x{suffix} domain",
+        "x0": 0,
+        "x1": 1,
+        "yref": f"y{suffix}",
+        "y0": threshold,
+        "y1": threshold,
+        "line": {"dash": "dash", "color": COLORS["threshold"], "width": 1},
+    }
+    font = {"size": 10, "color": COLORS["threshold"]}
+    notes: list[dict[str, Any]] = [
+        {
+            "text": f"threshold {threshold:.2f}",
+            "showarrow": False,
+            "xref": f"x{suffix} domain",
+            "x": 0.0,
+            "xanchor": "left",
+            "yref": f"y{suffix}",
+            "y": threshold,
+            "yanchor": "bottom",
+            "font": font,
+        }
+    ]
     if not y_range[0] <= threshold <= y_range[1]:
         where = "below" if threshold < y_range[0] else "above"
-        fig.add_annotation(
-            text=f"threshold {threshold:.2f} ({where} the range shown)",
-            showarrow=False,
-            xref="x domain",
-            yref="y domain",
-            x=0.0,
-            y=0.0 if where == "below" else 1.0,
-            xanchor="left",
-            yanchor="bottom" if where == "below" else "top",
-            font={"size": 10, "color": COLORS["threshold"]},
-            row=row,
-            col=col,
+        notes.append(
+            {
+                "text": f"threshold {threshold:.2f} ({where} the range shown)",
+                "showarrow": False,
+                "xref": f"x{suffix} domain",
+                "yref": f"y{suffix} domain",
+                "x": 0.0,
+                "y": 0.0 if where == "below" else 1.0,
+                "xanchor": "left",
+                "yanchor": "bottom" if where == "below" else "top",
+                "font": font,
+            }
         )
+    return line, notes
 
 
 def model_volume_figure(
@@ -581,13 +614,15 @@ def model_volume_figure(
         return _empty("Volume and share flagged")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     groups = _by_model(rows)
+    traces: list[Any] = []
     for j, (label, model_rows) in enumerate(groups.items()):
         color = MODEL_COLORS[j % len(MODEL_COLORS)]
         x = [r["period"] for r in model_rows]
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 x=x,
                 y=[r["conversations"] for r in model_rows],
+                yaxis="y",
                 name=f"{html.escape(label)}: answers",
                 legendgroup=label,
                 marker_color=color,
@@ -599,14 +634,14 @@ def model_volume_figure(
                 textposition="none",
                 customdata=_point_data(label, model_rows),
                 hovertemplate="%{text}<extra></extra>",
-            ),
-            secondary_y=False,
+            )
         )
         shares = [r.get("flagged_share") for r in model_rows]
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=x,
                 y=shares,
+                yaxis="y2",  # the secondary axis of make_subplots
                 name=f"{html.escape(label)}: share flagged",
                 legendgroup=label,
                 mode="lines+markers",
@@ -618,9 +653,9 @@ def model_volume_figure(
                 ],
                 customdata=_point_data(label, model_rows),
                 hovertemplate="%{text}<extra></extra>",
-            ),
-            secondary_y=True,
+            )
         )
+    fig.add_traces(traces)
     fig.update_yaxes(title_text="answers", secondary_y=False)
     fig.update_yaxes(
         title_text="share flagged",
