@@ -1401,15 +1401,17 @@ def _phrase_conflict(
             if all(m == {not said} for m in marks):
                 other = True
         if other and not same:
-            phrase = " ".join(words[:2])
-            how = "asserts" if said else "negates"
-            other_how = "negates" if said else "asserts"
-            return FactCheck(
-                "conflict",
-                f"negation differs: the statement {how} {phrase!r}, the source {other_how} it",
-                pair[0],
-            )
+            return FactCheck("conflict", _negation_reason(said, words[:2], "source"), pair[0])
     return None
+
+
+def _negation_reason(said: bool, phrase: Sequence[str], where: str) -> str:
+    """Why a statement is contradicted on negation, in the words of the finding: "negation
+    differs: the statement says chest pain, the evidence denies it"."""
+    what = " ".join(phrase)
+    if said:
+        return f"negation differs: the statement says {what}, the {where} denies it"
+    return f"negation differs: the statement denies {what}, the {where} says it"
 
 
 def _compare_negation(
@@ -1441,13 +1443,8 @@ def _compare_negation(
                 seen = _text_polarity(tuple(source_sentences)).get(key)
             if seen != {not polarity}:
                 continue  # absent, said both ways, or said the statement's way
-            word = reading.words.get(key, key)
-            how = ("asserts", "negates") if polarity else ("negates", "asserts")
-            return FactCheck(
-                "conflict",
-                f"negation differs: the statement {how[0]} {word!r}, the evidence {how[1]} it",
-                key,
-            )
+            phrase = [reading.words.get(stem(w), w) for w in run]
+            return FactCheck("conflict", _negation_reason(polarity, phrase, "evidence"), key)
     conflict = _predicate_conflict(reading.predicates, evidence_sentences)
     if conflict is not None:
         return conflict

@@ -738,7 +738,7 @@ def test_a_symptom_denied_elsewhere_in_the_visit_is_not_grounded(
     result = verifier.verify(said, src).statements[0]
     assert (result.status, result.reason) == (
         "contradicted",
-        "negation differs: the statement asserts 'nausea', the evidence negates it",
+        "negation differs: the statement says nausea, the evidence denies it",
     )
     assert verifier.verify("Stomach pain started 2 days ago.", src).statements[0].is_grounded
 
@@ -749,7 +749,7 @@ def test_a_phrase_said_the_other_way_elsewhere_in_the_source_conflicts() -> None
     check = compare_facts("He has not been watching his diet.", near, source)
     assert check.status == "conflict"
     assert check.reason == (
-        "negation differs: the statement negates 'watching diet', the source asserts it"
+        "negation differs: the statement denies watching diet, the source says it"
     )
     assert compare_facts("He has been watching his diet.", near, source).status == "agree"
     # the matched evidence saying it the statement's way wins over the rest of the source
@@ -767,7 +767,7 @@ def test_a_closer_contradiction_is_not_outvoted_by_a_silent_match() -> None:
     result = v.verify("He exercises regularly since the knee injury.", src).statements[0]
     assert result.status == "contradicted"
     assert result.reason is not None
-    assert "'exercises'" in result.reason
+    assert "says exercises regularly" in result.reason
     assert v.verify("He hurt the knee playing soccer.", src).statements[0].is_grounded
 
 
@@ -967,7 +967,7 @@ def test_a_run_of_questions_is_read_with_its_reply() -> None:
     result = v.verify("She reports recent flare ups.", src).statements[0]
     assert (result.status, result.reason) == (
         "contradicted",
-        "negation differs: the statement asserts 'flare', the evidence negates it",
+        "negation differs: the statement says flare ups, the evidence denies it",
     )
     assert v.verify("She denies recent flare ups.", src).statements[0].is_grounded
 

@@ -64,7 +64,7 @@ def test_a_denied_allergy_is_critical() -> None:
     c = classify(
         status="contradicted",
         statement="She has no known drug allergies.",
-        reason="negation differs: the statement denies 'allergies', the source asserts it",
+        reason="negation differs: the statement denies known drug allergies, the source says it",
         evidence="Allergies: sulfa (rash).",
     )
     assert c is not None
@@ -133,7 +133,7 @@ def test_a_denied_symptom_said_present_is_a_high_negation() -> None:
     c = classify(
         status="contradicted",
         statement="The patient reports chest pain.",
-        reason="negation differs: the statement asserts 'chest', the source denies it",
+        reason="negation differs: the statement says chest pain, the source denies it",
         evidence="The patient denies chest pain.",
     )
     assert c is not None
