@@ -19,7 +19,6 @@ from core.storage.db import (
     current_revision,
     get_engine,
     read_session,
-    upgrade_to_head,
     write_session,
 )
 
@@ -133,7 +132,7 @@ def test_migration_0003_classifies_the_flagged_statements_stored_before_it(db_ur
                 checked_at=WHEN,
             )
         )
-    upgrade_to_head(db_url)
+    command.upgrade(alembic_config(db_url), "0003")
     assert current_revision(engine) == "0003"
     with read_session(engine) as s:
         got = s.execute(
