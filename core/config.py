@@ -111,6 +111,14 @@ class Settings(BaseSettings):
     retention_days: int | None = Field(default=None, ge=1)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
+    # HTTP API (groundwatch api)
+    api_max_batch: int = Field(
+        default=100, ge=1, le=10_000, description="Most records one POST /v1/answers/batch takes."
+    )
+    api_max_body_bytes: int = Field(
+        default=10_000_000, ge=1_000, description="Largest request body the API reads (else 413)."
+    )
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str) -> str:

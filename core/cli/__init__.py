@@ -33,6 +33,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "users",
     "purge",
     "doctor",
+    "api",
 )
 
 for _name in _COMMAND_MODULES:

@@ -518,6 +518,21 @@ class EmbeddingCache(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
+class ApiKey(SQLModel, table=True):
+    """A key of the HTTP API: a name, its scopes, and the SHA-256 of its token (the token
+    itself is shown once, at creation, and never stored)."""
+
+    __tablename__ = "api_key"
+
+    id: int | None = _pk()
+    name: str = Field(sa_column=Column(String(200), nullable=False))
+    token_hash: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
+    # comma-separated, from core.api scopes: ingest, read, review, admin
+    scopes: str = Field(sa_column=Column(String(100), nullable=False))
+    created_at: datetime = _ts()
+    revoked_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+
+
 ALL_TABLES = [
     m.__table__
     for m in (  # type: ignore[attr-defined]
@@ -536,5 +551,6 @@ ALL_TABLES = [
         QualityDailyModel,
         LLMCall,
         EmbeddingCache,
+        ApiKey,
     )
 ]

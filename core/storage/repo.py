@@ -22,6 +22,7 @@ from sqlmodel import Session
 from core.backends.llm import ChatResponse
 from core.storage.db import read_session, write_session
 from core.storage.models import (
+    ApiKey,
     AuditEvent,
     ClaimAudit,
     ConfidenceMetric,
@@ -1495,3 +1496,188 @@ def model_stats(*, session: Session, filters: Filters = Filters()) -> list[Model
         )
         for r in session.execute(stmt)
     ]
+
+
+# --------------------------------------------------------------------------- HTTP API
+
+
+def create_api_key(
+    *, session: Session, name: str, scopes: Sequence[str], token_hash: str
+) -> ApiKey:
+    """Store a new API key: its name, scopes and the SHA-256 of its token (never the token)."""
+    key = ApiKey(
+        name=name,
+        token_hash=token_hash,
+        scopes=",".join(scopes),
+        created_at=datetime.now(UTC),
+    )
+    session.add(key)
+    session.flush()
+    return key
+
+
+def list_api_keys(*, session: Session) -> list[ApiKey]:
+    """Every API key, oldest first (revoked ones included)."""
+    return list(session.execute(select(ApiKey).order_by(ApiKey.id)).scalars())
+
+
+def revoke_api_key(*, session: Session, key_id: int) -> ApiKey:
+    """Revoke a key (a key revoked already keeps its first revocation time).
+
+    Raises:
+        LookupError: no key with this id.
+    """
+    key = session.get(ApiKey, key_id)
+    if key is None:
+        raise LookupError(f"no API key with id {key_id}")
+    if key.revoked_at is None:
+        key.revoked_at = datetime.now(UTC)
+        session.add(key)
+        session.flush()
+    return key
+
+
+def api_key_by_hash(*, session: Session, token_hash: str) -> ApiKey | None:
+    """The key whose token has this SHA-256 (revoked or not), or None."""
+    stmt = select(ApiKey).where(ApiKey.token_hash == token_hash)
+    return session.execute(stmt).scalar_one_or_none()
+
+
+@dataclass(slots=True)
+class AnswerRows:
+    """A stored answer with its statement checks and the contradictions found for it."""
+
+    conversation: Conversation
+    statements: list[StatementCheck]
+    contradictions: list[ConsistencyCheck]
+
+
+def answers_by_ids(*, session: Session, conversation_ids: Sequence[str]) -> dict[str, AnswerRows]:
+    """The stored answers among ``conversation_ids`` (id -> rows), three queries per chunk of
+    500 whatever their number."""
+    out: dict[str, AnswerRows] = {}
+    unique = sorted(set(conversation_ids))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        for conv in session.execute(
+            select(Conversation).where(Conversation.id.in_(chunk))
+        ).scalars():
+            out[str(conv.id)] = AnswerRows(conv, [], [])
+        statements = select(StatementCheck).where(StatementCheck.conversation_id.in_(chunk))
+        for st in session.execute(
+            statements.order_by(StatementCheck.conversation_id, StatementCheck.statement_index)
+        ).scalars():
+            out[str(st.conversation_id)].statements.append(st)
+        found = select(ConsistencyCheck).where(
+            ConsistencyCheck.current_conversation_id.in_(chunk),
+            ConsistencyCheck.is_consistent.is_(False),
+        )
+        for c in session.execute(found.order_by(ConsistencyCheck.id)).scalars():
+            out[str(c.current_conversation_id)].contradictions.append(c)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSummary:
+    """One line of a list of answers: ids, time, model, scores and flag (no record text)."""
+
+    conversation_id: str
+    external_id: str
+    patient_id: str
+    timestamp: datetime
+    model: str
+    grounding_score: float | None
+    consistency_score: float | None
+    confidence_score: float | None
+    hallucination_risk: float | None
+    overall_quality: float | None
+    risk_level: str | None
+    is_flagged: bool
+    flagged_statements: int
+    total_statements: int
+
+
+def answer_page(
+    *,
+    session: Session,
+    patient_id: str | None = None,
+    model: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    flagged: bool | None = None,
+    after: tuple[datetime, str] | None = None,
+    limit: int = 50,
+) -> list[AnswerSummary]:
+    """A page of answers, newest first, filtered and paged in SQL (keyset on timestamp and
+    conversation id: ``after`` is the (timestamp, conversation id) of the previous page's last
+    answer). ``since`` is inclusive, ``until`` exclusive."""
+    conds: list[Any] = []
+    if patient_id is not None:
+        conds.append(Conversation.patient_id == patient_id)
+    if model is not None:
+        conds.append(Conversation.model_used == model)
+    if since is not None:
+        conds.append(Conversation.query_timestamp >= since)
+    if until is not None:
+        conds.append(Conversation.query_timestamp < until)
+    if flagged is not None:
+        conds.append(Conversation.is_flagged.is_(flagged))
+    if after is not None:
+        at, last_id = after
+        conds.append(
+            (Conversation.query_timestamp < at)
+            | ((Conversation.query_timestamp == at) & (Conversation.id < last_id))
+        )
+    columns: list[Any] = [
+        Conversation.id,
+        Conversation.external_id,
+        Conversation.patient_id,
+        Conversation.query_timestamp,
+        Conversation.model_used,
+        Conversation.grounding_score,
+        Conversation.consistency_score,
+        Conversation.confidence_score,
+        Conversation.hallucination_risk,
+        Conversation.overall_quality,
+        Conversation.risk_level,
+        Conversation.is_flagged,
+        Conversation.flagged_statements,
+        Conversation.total_statements,
+    ]
+    stmt = (
+        select(*columns)
+        .where(*conds)
+        .order_by(Conversation.query_timestamp.desc(), Conversation.id.desc())
+        .limit(limit)
+    )
+    return [
+        AnswerSummary(
+            conversation_id=str(r[0]),
+            external_id=str(r[1]),
+            patient_id=str(r[2]),
+            timestamp=r[3],
+            model=str(r[4]),
+            grounding_score=_f(r[5]),
+            consistency_score=_f(r[6]),
+            confidence_score=_f(r[7]),
+            hallucination_risk=_f(r[8]),
+            overall_quality=_f(r[9]),
+            risk_level=r[10],
+            is_flagged=bool(r[11]),
+            flagged_statements=int(r[12] or 0),
+            total_statements=int(r[13] or 0),
+        )
+        for r in session.execute(stmt)
+    ]
+
+
+__all__ += [
+    "AnswerRows",
+    "AnswerSummary",
+    "answer_page",
+    "answers_by_ids",
+    "api_key_by_hash",
+    "create_api_key",
+    "list_api_keys",
+    "revoke_api_key",
+]
