@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from alembic.script import ScriptDirectory
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
@@ -36,7 +37,7 @@ from core.api.keys import new_token, token_hash
 from core.config import load_settings, reset_settings_cache
 from core.storage import models as m
 from core.storage import repo
-from core.storage.db import get_engine, read_session, write_session
+from core.storage.db import alembic_config, get_engine, read_session, write_session
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]
 
@@ -561,8 +562,10 @@ def test_ready_names_a_database_that_is_not_migrated(sqlite_url: str) -> None:
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
             assert r.json()["error"] == "not_ready"
+            head = ScriptDirectory.from_config(alembic_config(sqlite_url)).get_current_head()
             assert r.json()["detail"] == [
-                "database: schema at revision none, the code needs 0004 (run groundwatch init-db)"
+                f"database: schema at revision none, the code needs {head} "
+                "(run groundwatch init-db)"
             ]
     finally:
         server.should_exit = True
