@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -268,6 +269,26 @@ def test_a_batch_lands_whole_or_not_at_all(api: Server) -> None:
             assert r.status_code == 422, shape
             assert "field records" in r.json()["detail"]
     assert api.count() == 4
+
+
+def test_concurrent_clients_lose_and_duplicate_nothing(api: Server) -> None:
+    """Clients posting side by side, each also posting one record they all share: every
+    record stored once, the shared one created by exactly one request, no 5xx."""
+    clients, each = 4, 5
+
+    def work(n: int) -> list[int]:
+        codes = []
+        with api.client() as c:
+            for i in range(each):
+                codes.append(c.post("/v1/answers", json=record(100 * (n + 1) + i)).status_code)
+                codes.append(c.post("/v1/answers", json=record(999)).status_code)
+        return codes
+
+    with ThreadPoolExecutor(clients) as pool:
+        codes = [code for part in pool.map(work, range(clients)) for code in part]
+    assert set(codes) <= {200, 201}, codes
+    assert codes.count(201) == clients * each + 1
+    assert api.count() == clients * each + 1
 
 
 # --------------------------------------------------------------------------- keys
