@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from core.severity import KIND_LABELS
-from dashboard import auth, data, exports, figures
+from dashboard import auth, data, exports, figures, url_state
 from dashboard.highlight import (
     Highlight,
     badge,
@@ -110,6 +110,7 @@ conv = data.conversation(cid)
 if conv is None:
     st.error("No answer with this id.")
     st.stop()
+url_state.write({"id": conv["id"]})  # the address opens this answer
 
 seen = st.session_state.setdefault("report_audited", set())
 if conv["id"] not in seen:

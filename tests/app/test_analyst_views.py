@@ -279,3 +279,20 @@ def test_an_analyst_drills_down_without_patient_ids_or_report_links(
     shown = json.dumps([str(x) for x in answers.to_numpy().ravel()])
     for patient in PATIENTS:
         assert patient not in shown
+
+
+def test_the_report_keeps_the_answer_it_shows_in_the_url(seeded_db, use_db):
+    use_db(seeded_db)
+    at = open_page("report")
+    no_errors(at)
+    shown = at.query_params["id"]  # the most recent flagged answer, opened by default
+    at.text_input(key="report_typed").input(seeded_db.script_conversation_id).run()
+    no_errors(at)
+    assert at.query_params["id"] == seeded_db.script_conversation_id != shown
+    shared = new_session({"id": seeded_db.script_conversation_id})
+    shared.switch_page("app_pages/report.py")
+    shared.query_params.update({"id": seeded_db.script_conversation_id})
+    shared.run()
+    no_errors(shared)
+    assert shared.query_params["id"] == seeded_db.script_conversation_id
+    assert any("rec-script" in h.value for h in shared.subheader)
