@@ -72,7 +72,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         version=API_VERSION,
         summary="Check LLM answers about patients as they are produced, store and read them.",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served below from packaged assets, not a CDN
         redoc_url=None,
         openapi_url="/openapi.json",
     )
@@ -84,6 +84,8 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         RequestMiddleware, metrics=runtime.metrics, max_body=settings.api_max_body_bytes
     )
     app.include_router(_router(runtime))
+
+    _docs(app)
 
     @app.get("/metrics", include_in_schema=False)
     def metrics() -> Response:
@@ -447,6 +449,33 @@ def _router(runtime: Runtime) -> APIRouter:
 
 
 # ----------------------------------------------------------------------------- OpenAPI
+
+
+DOCS_ASSETS = "/docs/assets"
+
+
+def _docs(app: FastAPI) -> None:
+    """Interactive docs at ``/docs`` (Swagger UI), its scripts and styles served from the
+    ``swagger-ui-bundle-v2`` package: the page works offline, nothing comes from a CDN."""
+    import swagger_ui_bundle
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount(
+        DOCS_ASSETS,
+        StaticFiles(directory=str(swagger_ui_bundle.swagger_ui_path)),
+        name="docs-assets",
+    )
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Response:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title=f"{app.title} - docs",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
+        )
 
 
 def _body_schema(name: str) -> dict[str, Any]:

@@ -535,7 +535,11 @@ def test_health_ready_docs_and_metrics(api: Server) -> None:
         assert "SourceIn" in doc["components"]["schemas"]
         assert doc["paths"]["/v1/answers"]["post"]["requestBody"]["content"]
         assert "HTTPBearer" in doc["components"]["securitySchemes"]
-        assert "swagger" in c.get("/docs").text.lower()
+        page = c.get("/docs").text
+        assert "/docs/assets/swagger-ui-bundle.js" in page
+        assert "cdn" not in page.lower()  # the docs work offline
+        assert c.get("/docs/assets/swagger-ui-bundle.js").status_code == 200
+        assert c.get("/docs/assets/swagger-ui.css").status_code == 200
         text = httpx.get(api.base_url + "/metrics").text
     families = {f.name: f for f in text_string_to_metric_families(text)}
     requests = {
