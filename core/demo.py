@@ -5,7 +5,9 @@ a third of the answers carry one planted hallucination of a kind the detectors c
 invented drug, a wrong dose, a negation flip, a laterality swap, a discontinued drug listed as
 current, a chronic diagnosis denied, a vanished allergy. Some answers also say something true
 in words of their own ("the patient has not missed a dose of metformin"), which a verifier
-may flag: a false alarm. Some flagged statements get a reviewer's verdict (confirmed when the
+may flag, and a fifth something true that no source records ("the patient prefers morning
+appointments"), which a verifier rightly finds unsupported and the reviewer, who knows the
+patient, calls a false alarm. Some flagged statements get a reviewer's verdict (confirmed when the
 statement is the planted one, else a false alarm), and about a quarter of those a second
 reviewer's, who disagrees now and then (as two clinicians do), so the calibration page has
 labels of every kind. Everything is drawn from ``random.Random(seed)``: the same
@@ -196,6 +198,19 @@ def _true_in_other_words(p: _Patient, rng: random.Random) -> str:
     )
 
 
+# What a clinician knows of the patient that no source of the answer records: a verifier
+# rightly finds no support for it, and the reviewer, who knows it is true, calls the flag a
+# false alarm (the most common false alarm in practice: the record is incomplete).
+_UNRECORDED = (
+    "The patient walks for half an hour most days.",
+    "The patient's daughter fills the weekly pill organiser.",
+    "The patient prefers morning appointments.",
+    "The patient had this season's flu vaccine at the pharmacy.",
+    "The patient works part time at the town library.",
+    "The patient sleeps about seven hours a night.",
+)
+
+
 def _planted(p: _Patient, kind: str, day: int, rng: random.Random) -> str | None:
     if kind == "invented_drug":
         drug, how = rng.choice(_INVENTED)
@@ -264,6 +279,8 @@ def generate_demo(
             sentences.insert(rng.randint(1, len(sentences)), bad)
         if rng.random() < 0.3:
             sentences.insert(rng.randint(0, len(sentences)), _true_in_other_words(p, rng))
+        if rng.random() < 0.2:
+            sentences.insert(rng.randint(1, len(sentences)), rng.choice(_UNRECORDED))
         answer = " ".join(sentences)
         if bad is not None:
             pos = answer.index(bad)
