@@ -324,14 +324,19 @@ NOT_PATIENT_TEXT = {
     },
     "selfcheck_result": {"conversation_id", "method", "status", "reason", "model", "risk_level"},
     # statement_hash: the statement's identity that verdicts follow, kept through a purge
+    # kind, severity: labels from a fixed set (core.severity)
     "statement_check": {
         "conversation_id",
         "status",
         "source_chunk_id",
         "verification_method",
         "statement_hash",
+        "kind",
+        "severity",
     },
     "review": {"conversation_id", "reviewer", "verdict"},
+    # an API key's name (who uses it), the SHA-256 of its token and its scopes
+    "api_key": {"name", "token_hash", "scopes"},
 }
 
 
