@@ -31,6 +31,7 @@ def _undo_button(where: st.delta_generator.DeltaGenerator) -> None:
         disabled=not last,
         shortcut="Z",
         help="Take back your last verdict in this session (Z)",
+        width="stretch",
     ):
         return
     try:
@@ -281,7 +282,9 @@ with verdicts:
     note = st.text_area(
         "Note (optional)", key=f"review_note_{item['statement_check_id']}", height=68
     )
-    b1, b2, b3, b4 = st.columns(4)
+    # two buttons a row: four in one row cut their labels short beside the statement
+    b1, b2 = st.columns(2)
+    b3, b4 = st.columns(2)
     choice = None
     if b1.button(
         "Confirmed",
@@ -290,11 +293,20 @@ with verdicts:
         disabled=not reviewer,
         shortcut="H",
         help="Confirmed hallucination (H)",
+        width="stretch",
     ):
         choice = "confirmed"
-    if b2.button("False alarm", key="review_false_alarm", disabled=not reviewer, shortcut="F"):
+    if b2.button(
+        "False alarm",
+        key="review_false_alarm",
+        disabled=not reviewer,
+        shortcut="F",
+        width="stretch",
+    ):
         choice = "false_alarm"
-    if b3.button("Unsure", key="review_unsure", disabled=not reviewer, shortcut="U"):
+    if b3.button(
+        "Unsure", key="review_unsure", disabled=not reviewer, shortcut="U", width="stretch"
+    ):
         choice = "unsure"
     _undo_button(b4)
     if not reviewer:
