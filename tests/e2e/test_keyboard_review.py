@@ -1,0 +1,117 @@
+"""End to end: ten verdicts given by keyboard alone in the review queue, then one undone, in
+real Chromium against `groundwatch serve` (the demo through the real pipeline)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.test_dashboard_e2e import (  # the same server and browser set-up
+    ARTIFACTS,
+    ROOT,
+    TIMEOUT_MS,
+    _free_port,
+    _open,
+    _settle,
+    _wait_healthy,
+    browser,  # noqa: F401 - a fixture used by name
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.model]
+
+
+@pytest.fixture(scope="module")
+def queue_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A dashboard on a demo large enough to leave a dozen items to review."""
+    db = tmp_path_factory.mktemp("keys") / "demo.db"
+    env = {**os.environ, "GROUNDWATCH_DATABASE_URL": f"sqlite:///{db}"}
+    env.pop("GROUNDWATCH_LLM_BASE_URL", None)
+    demo = subprocess.run(
+        [sys.executable, "-m", "core.cli", "demo", "--patients", "6", "--answers", "90"]
+        + ["--days", "20", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=900,
+        check=False,
+    )
+    assert demo.returncode == 0, demo.stderr.decode()[-2000:]
+    assert json.loads(demo.stdout.decode().strip().splitlines()[-1])["records"] == 90
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.cli", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[object]:  # noqa: F811 - the fixture, not the import
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    yield pg
+    ctx.close()
+
+
+def _in_queue(page: object) -> int:
+    metric = page.locator('[data-testid="stMetric"]', has_text="In queue").first  # type: ignore[attr-defined]
+    value = metric.locator('[data-testid="stMetricValue"]').inner_text()
+    return int(re.sub(r"\D", "", value))
+
+
+def test_ten_verdicts_by_keyboard_alone_and_an_undo(queue_server: str, page: object) -> None:
+    _open(page, f"{queue_server}/review", "Review queue")
+    page.get_by_text("Item 1 of").first.wait_for()  # type: ignore[attr-defined]
+    _settle(page)
+    # the one thing typed: the reviewer's name, asked once on the page
+    name = page.get_by_placeholder("e.g. Dr. Rivera").last  # type: ignore[attr-defined]
+    name.fill("Dr. Keys")
+    name.press("Enter")
+    page.get_by_text("Reviewing as Dr. Keys").first.wait_for()  # type: ignore[attr-defined]
+    _settle(page)
+    before = _in_queue(page)
+    assert before >= 11, f"the demo left only {before} items to review"
+    keys = "hfhuhhfhhf"  # confirmed, false alarm, unsure: ten verdicts
+    for n, key in enumerate(keys, start=1):
+        page.locator("h1").first.click()  # type: ignore[attr-defined]  # focus off any field
+        page.keyboard.press(key)  # type: ignore[attr-defined]
+        page.wait_for_function(  # type: ignore[attr-defined]
+            """([want]) => {
+                const m = [...document.querySelectorAll('[data-testid="stMetric"]')]
+                    .find(e => e.innerText.includes('In queue'));
+                return m && parseInt(m.innerText.replace(/\\D/g, '')) === want;
+            }""",
+            arg=[before - n],
+        )
+        _settle(page)
+    assert _in_queue(page) == before - len(keys)
+    page.locator("h1").first.click()  # type: ignore[attr-defined]
+    page.keyboard.press("z")  # type: ignore[attr-defined]  # undo the last verdict
+    page.wait_for_function(  # type: ignore[attr-defined]
+        """([want]) => {
+            const m = [...document.querySelectorAll('[data-testid="stMetric"]')]
+                .find(e => e.innerText.includes('In queue'));
+            return m && parseInt(m.innerText.replace(/\\D/g, '')) === want;
+        }""",
+        arg=[before - len(keys) + 1],
+    )
+    page.screenshot(path=str(ARTIFACTS / "review_keyboard.png"), full_page=True)  # type: ignore[attr-defined]
