@@ -48,6 +48,16 @@ class Settings(BaseSettings):
     enable_hallucination_detection: bool = False
     enable_evidence_validation: bool = True
     enable_epistemic_verification: bool = True
+    check_sample_rate: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of records checked (gradual rollout): a record is checked when a hash of "
+            "its id falls under the rate, so the same record always gets the same decision; "
+            "the others are stored with every check skipped."
+        ),
+    )
 
     # Phase 9 thresholds
     grounding_score_threshold: float = Field(default=0.7, ge=0.0, le=1.0)

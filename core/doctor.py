@@ -223,7 +223,25 @@ def _retention(settings: Any) -> Finding:
     )
 
 
-CHECKS = (_database, _embedder, _learned, _nli, _llm, _login, _retention)
+def _sample_rate(settings: Any) -> Finding:
+    rate = float(settings.check_sample_rate)
+    if rate >= 1.0:
+        return Finding(
+            "check sample rate",
+            "ok",
+            "every record is checked",
+            "set GROUNDWATCH_CHECK_SAMPLE_RATE below 1 to check a share of records",
+            configured=False,
+        )
+    return Finding(
+        "check sample rate",
+        "ok",
+        f"{rate:.0%} of records are checked (the same ones every time); the others are stored "
+        "with every check skipped",
+    )
+
+
+CHECKS = (_database, _embedder, _learned, _nli, _llm, _login, _retention, _sample_rate)
 
 
 def diagnose(settings: Any) -> list[Finding]:

@@ -8,6 +8,7 @@ every check's status. A check that cannot run says why; nothing degrades silentl
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -311,8 +312,9 @@ class QualityPipeline:
                 progress(len(ordered))
             log.info("pipeline: %d records unchanged, nothing to check", len(unchanged))
             return [unchanged[r.id] for r in records]
+        sampled = [w for w in works if self._sampled(w)]
         for stage in self.stages:
-            stage.run(self, works)
+            stage.run(self, sampled)
         for attempt in range(1, STORE_ATTEMPTS + 1):
             saved = [(list(w.warnings), dict(w.checks)) for w in works]
             pending: list[tuple[repo.ConversationBundle, dict[str, Any]]] = []
@@ -347,6 +349,18 @@ class QualityPipeline:
         by_id = {**unchanged, **{r.external_id: r for r in reports}}
         log.info("pipeline stored %d records, %d unchanged", len(reports), len(unchanged))
         return [by_id[r.id] for r in records]
+
+    def _sampled(self, w: Work) -> bool:
+        """Whether the record falls under the check sample rate (``check_sample_rate``); one
+        that does not gets every check marked skipped, with the rate as the reason."""
+        rate = self.settings.check_sample_rate
+        if in_sample(w.record.id, rate):
+            return True
+        reason = f"not sampled (check sample rate {rate:g})"
+        w.sampled = False
+        for name in (*(stage.name for stage in self.stages), "consistency", "confidence"):
+            w.checks[name] = skipped(reason)
+        return False
 
     def _unchanged_reports(self, records: Sequence[ConversationRecord]) -> dict[str, QualityReport]:
         """Reports of the records stored already with the same content (external id ->
@@ -619,6 +633,8 @@ class QualityPipeline:
         # this record's own earlier version is replaced by what it says now
         known = [e for e in known if e.conversation_id != conv_id]
         timelines[rec.patient_id] = [*known, *entries]
+        if not w.sampled:  # not checked, but its mentions join the timeline of later answers
+            return None, entries
         timeline = [e for e in known if e.timestamp < at]
         try:
             result = self.consistency_checker.check(
@@ -639,6 +655,8 @@ class QualityPipeline:
         return result, entries
 
     def _confidence_for(self, w: Work, consistency: Any) -> Any:
+        if not w.sampled:
+            return None
         if not self.settings.enable_confidence_calibration:
             w.checks["confidence"] = skipped("confidence calibration disabled")
             return None
@@ -694,7 +712,26 @@ def _classify(
         return [(None, None)] * len(statements)
 
 
-__all__ = ["QualityPipeline", "QualityReport", "statement_risk", "transcript_text", "LLMError"]
+def in_sample(record_id: str, rate: float) -> bool:
+    """Whether a record with this id is checked at ``rate`` in [0, 1]: the first 8 bytes of
+    the SHA-256 of its id, read as a fraction, fall under the rate (the same id always gets
+    the same answer, in any process)."""
+    if rate >= 1.0:
+        return True
+    if rate <= 0.0:
+        return False
+    digest = hashlib.sha256(record_id.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+__all__ = [
+    "QualityPipeline",
+    "QualityReport",
+    "in_sample",
+    "statement_risk",
+    "transcript_text",
+    "LLMError",
+]
 
 
 def _stored_report(external_id: str, conv: m.Conversation) -> QualityReport:

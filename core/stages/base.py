@@ -26,6 +26,7 @@ class Work:
     checks: dict[str, CheckStatus] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     results: dict[str, Any] = field(default_factory=dict)
+    sampled: bool = True  # False: outside the check sample rate, every check skipped
 
     @property
     def grounding(self) -> Any:

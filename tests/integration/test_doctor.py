@@ -108,6 +108,26 @@ def test_human_output_lists_every_part(sqlite_url: str, monkeypatch: pytest.Monk
     reset_settings_cache()
     result = runner.invoke(app, ["doctor"])
     assert result.exit_code == 0
-    for part in ("database", "embedding model", "learned verifier", "LLM server", "retention"):
+    for part in (
+        "database",
+        "embedding model",
+        "learned verifier",
+        "LLM server",
+        "retention",
+        "check sample rate",
+    ):
         assert part in result.stdout
     assert "everything configured works" in result.stdout
+
+
+def test_the_check_sample_rate_in_force_is_reported(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upgrade_to_head(sqlite_url)
+    code, body = doctor(
+        monkeypatch, GROUNDWATCH_DATABASE_URL=sqlite_url, GROUNDWATCH_CHECK_SAMPLE_RATE="0.1"
+    )
+    part = by_part(body)["check sample rate"]
+    assert part["state"] == "ok"
+    assert "10% of records are checked" in str(part["detail"])
+    assert code == 0

@@ -314,3 +314,26 @@ def test_a_batch_of_unchanged_records_loads_no_model(
     assert {r.store_status for r in fresh.process_many(HISTORY)} == {"unchanged"}
     assert fresh._backends == {}  # nothing was loaded: no model work to do
     assert fresh.backend_status["embedder"].status == "ok"  # asking loads it
+
+
+def test_records_outside_the_check_sample_rate_are_stored_with_every_check_skipped(
+    engine: Engine,
+) -> None:
+    from core.pipeline import in_sample
+
+    settings = load_settings().model_copy(update={"check_sample_rate": 0.5})
+    pipeline = QualityPipeline(settings=settings, engine=engine, llm=None)
+    reports = pipeline.process_many(HISTORY)
+    for report in reports:
+        if in_sample(report.external_id, 0.5):
+            assert report.checks["grounding"].status == "ok"
+            continue
+        for name in ("evidence", "grounding", "selfcheck", "epistemic", "consistency"):
+            assert report.checks[name].status == "skipped", name
+            assert report.checks[name].reason == "not sampled (check sample rate 0.5)"
+        assert report.metrics.grounding_score is None
+        assert not report.is_flagged
+    sampled = [r.external_id for r in reports if in_sample(r.external_id, 0.5)]
+    assert 0 < len(sampled) < len(HISTORY)  # both kinds among these ids
+    with read_session(engine) as session:
+        assert repo.count_conversations(session=session) == len(HISTORY)
