@@ -11,7 +11,7 @@ from core.calibration import (
     expected_calibration_error,
     reliability_curve,
 )
-from dashboard import auth, data, exports, figures, url_state
+from dashboard import auth, data, exports, figures, plain, url_state
 from dashboard.downloads import csv_button
 from dashboard.sidebar import current_filters
 
@@ -26,16 +26,17 @@ rows = data.reviewed(f)
 labelled = [r for r in rows if r["verdict"] in ("confirmed", "false_alarm")]
 counts = {v: sum(r["verdict"] == v for r in rows) for v in ("confirmed", "false_alarm", "unsure")}
 c = st.columns(6)
-c[0].metric("Reviewed statements", len(rows))
-c[1].metric("Confirmed", counts["confirmed"])
-c[2].metric("False alarms", counts["false_alarm"])
+help_ = plain.METRIC_HELP
+c[0].metric("Reviewed statements", len(rows), help=help_["reviewed"])
+c[1].metric("Confirmed", counts["confirmed"], help=help_["confirmed"])
+c[2].metric("False alarms", counts["false_alarm"], help=help_["false_alarm"])
 
 # the view lives in the URL: the sidebar's filters, ``bins`` and ``threshold``
 if (v := url_state.as_number(url_state.read("bins"), 3, 20, integer=True)) is not None:
     st.session_state["calibration_bins"] = int(v)
 if (v := url_state.as_number(url_state.read("threshold"), 0.0, 1.0)) is not None:
     st.session_state["calibration_threshold"] = round(float(v) * 20) / 20  # the slider's step
-n_bins = st.slider("Bins", 3, 20, 10, key="calibration_bins")
+n_bins = st.slider("Bins", 3, 20, 10, key="calibration_bins", help=help_["bins"])
 if len(labelled) < 2:
     st.info("Calibration needs reviewed statements: give verdicts in the review queue.")
 else:
@@ -47,14 +48,18 @@ else:
             for r in labelled
         ]
     )
-    c[3].metric("ECE (lower is better)", f"{expected_calibration_error(y, p, n_bins=n_bins):.3f}")
-    c[4].metric("Brier (lower is better)", f"{brier_score_loss(y, p):.3f}")
-    c[5].metric(
-        "AURC (lower is better)",
-        f"{aurc_loss(y, conf):.3f}",
-        help="Risk-coverage of the detector's confidence: flags accepted from the "
-        "most confident down, a false alarm counts as an error.",
+    c[3].metric(
+        "ECE (lower is better)",
+        f"{expected_calibration_error(y, p, n_bins=n_bins):.3f}",
+        help=help_["ece"],
     )
+    c[4].metric("Brier (lower is better)", f"{brier_score_loss(y, p):.3f}", help=help_["brier"])
+    c[5].metric("AURC (lower is better)", f"{aurc_loss(y, conf):.3f}", help=help_["aurc"])
+    few = plain.few_verdicts_warning(len(labelled))
+    if few:
+        st.warning(few)
+    with st.expander("What these numbers mean", expanded=False):
+        st.markdown("\n".join(f"- {help_[k]}" for k in ("ece", "brier", "aurc")))
     curve = reliability_curve(y, p, n_bins=n_bins)
     left, right = st.columns(2)
     left.plotly_chart(
@@ -66,6 +71,8 @@ else:
     right.plotly_chart(
         figures.score_by_verdict_figure(rows, score="risk"), key="calibration_distribution"
     )
+    left.caption(help_["reliability"])
+    right.caption(help_["by_verdict"])
     with left:
         csv_button(
             "Reliability (CSV)",
@@ -92,19 +99,29 @@ for t in grid:
     above = [r for r in labelled if r["risk"] >= t - 1e-9]
     fa = sum(r["verdict"] == "false_alarm" for r in above)
     false_alarm.append(fa / len(above) if above else 0.0)
+in_force = float(data.thresholds()["risk"])
 current = st.slider(
     "Flag statements with risk at or above",
     0.0,
     1.0,
-    float(data.thresholds()["risk"]),
+    in_force,
     0.05,
+    help=f"The threshold in force is {in_force:.2f} (GROUNDWATCH_HALLUCINATION_RISK_THRESHOLD).",
     key="calibration_threshold",
 )
 i = min(bins, int(round(current * bins)))
 t1, t2, t3 = st.columns(3)
-t1.metric("Statements checked", f"{total:,}")
-t2.metric("Flag rate", f"{flag_rate[i]:.1%}")
-t3.metric("False-alarm rate among reviewed flags", f"{false_alarm[i]:.1%}")
+t1.metric("Statements checked", f"{total:,}", help=help_["statements"])
+t2.metric("Flag rate", f"{flag_rate[i]:.1%}", help=help_["flag_rate"])
+t3.metric(
+    "False-alarm rate among reviewed flags",
+    f"{false_alarm[i]:.1%}",
+    help=help_["false_alarm_rate"],
+)
+# what flagging at the chosen threshold instead of the one in force would change
+change = plain.threshold_change(hist, labelled, current=in_force, chosen=current)
+st.info(plain.describe_threshold_change(change))
+st.caption("A what-if: moving the slider changes no stored flag and no setting.")
 st.plotly_chart(
     figures.threshold_figure(grid, flag_rate, false_alarm, current=current),
     key="calibration_thresholds",

@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from core.severity import KIND_LABELS
-from dashboard import auth, data, exports, figures, url_state
+from dashboard import auth, data, exports, figures, plain, url_state
 from dashboard.highlight import (
     Highlight,
     badge,
@@ -120,8 +120,22 @@ if conv["id"] not in seen:
 st.subheader(f"Answer {md_text(conv['external_id'])}")
 st.caption(
     f"Patient {md_text(conv['patient_id'])} · {conv['timestamp']:%Y-%m-%d %H:%M} UTC · model "
-    f"{md_text(conv['model'])} · risk level {conv['risk_level'] or '–'}"
+    f"{md_text(conv['model'])}"
     + (f" · checked in {conv['execution_time_ms']} ms" if conv["execution_time_ms"] else "")
+)
+# the level shown is never below the worst finding; the stored scores stay as they are
+risk = plain.shown_risk(conv["risk_level"], conv["statements"], conv["contradictions"])
+st.markdown(
+    f"Risk level: **{plain.risk_words(risk.level)}**"
+    + (
+        f" · {md_text(risk.reason)} (the combined risk score alone gives "
+        f"{plain.risk_words(risk.stored)})"
+        if risk.raised
+        else ""
+    ),
+    help="From the combined risk score; shown as at least "
+    f"'{plain.RISK_FLOOR}' when a flagged statement is of critical severity or the answer "
+    "contradicts its sources or an earlier answer.",
 )
 cols = st.columns(5)
 names = {
@@ -133,9 +147,27 @@ names = {
 }
 for col, (key, label) in zip(cols, names.items(), strict=True):
     v = conv["scores"][key]
-    col.metric(label, "–" if v is None else f"{v:.2f}")
-for w in conv["warnings"]:
-    st.warning(w)
+    col.metric(label, "–" if v is None else f"{v:.2f}", help=plain.SCORE_HELP[key])
+notices = plain.split_notices(conv["warnings"], conv["checks"])
+for w in notices.findings:
+    st.warning(md_text(w))
+# how the checks ran is no finding about the answer: kept apart, collapsed
+with st.expander(notices.label, expanded=False):
+    if notices.setup:
+        st.markdown("\n".join(f"- {md_text(w)}" for w in notices.setup))
+    for name, status, reason in notices.not_run:
+        st.caption(
+            f"{md_text(name)}: {status}" + (f" ({md_text(reason)})" if reason else ""),
+        )
+    st.markdown("**Every check's status**")
+    st.dataframe(
+        [
+            {"check": n, "status": v["status"], "reason": v["reason"] or ""}
+            for n, v in conv["checks"].items()
+        ],
+        hide_index=True,
+        key="report_checks",
+    )
 
 st.markdown("**Query**")
 st.html(highlight_html(conv["query"], []))
@@ -182,7 +214,7 @@ if last:
     st.session_state["report_last"] = None
 sources = {s.get("id"): s.get("text") for s in conv["sources"]}
 for s in conv["statements"]:
-    title = f"#{s['index'] + 1} {s['status']} · {s['method']}"
+    title = f"#{s['index'] + 1} {s['status']} · {plain.method_words(s['method'])}"
     if s.get("severity"):
         title += f" · {s['severity']} · {KIND_LABELS.get(s.get('kind') or '', s.get('kind'))}"
     if s["confidence"] is not None:
@@ -192,8 +224,12 @@ for s in conv["statements"]:
     with st.expander(title, expanded=s["status"] != "grounded"):
         marks = exports.word_marks(s["text"], 0, len(s["text"]), s["status"], s.get("evidence"))
         st.html(badge(s["status"], s["status"]) + " " + highlight_html(s["text"], marks, box=False))
+        st.caption(
+            f"How it was checked: {plain.method_words(s['method'])}.",
+            help=plain.method_help(s["method"]),
+        )
         if s.get("reason"):
-            st.caption(s["reason"])
+            st.caption(md_text(s["reason"]))
         if s["status"] != "grounded" and may_judge:
             _verdict_buttons(s, reviewer)
         src = sources.get(s["source_id"])
@@ -223,8 +259,9 @@ with left:
     else:
         st.plotly_chart(figures.selfcheck_figure(sc["sentences"]), key="report_selfcheck")
         st.caption(
-            f"{sc['method']} over {sc['samples']} samples · passage score "
-            f"{sc['passage_score'] if sc['passage_score'] is not None else '–'}"
+            f"{md_text(sc['method'])} over {sc['samples']} samples · passage score "
+            f"{sc['passage_score'] if sc['passage_score'] is not None else '–'}",
+            help=plain.SELFCHECK_HELP,
         )
 with right:
     conf = conv["confidence"][0] if conv["confidence"] else None
@@ -242,7 +279,8 @@ with right:
             key="report_confidence",
         )
         if conf.get("explanation"):
-            st.caption(conf["explanation"])
+            st.caption(md_text(conf["explanation"]))
+    st.caption(plain.CONFIDENCE_SENTENCE)
 
 st.markdown("**Contradictions with earlier answers**")
 if not conv["contradictions"]:
@@ -251,7 +289,7 @@ for i, c in enumerate(conv["contradictions"]):
     with st.container(border=True):
         st.html(contradiction_badges(c))
         if c.get("explanation"):
-            st.caption(c["explanation"])
+            st.caption(md_text(c["explanation"]))
         if c.get("current_statement"):
             st.html(highlight_html(c["current_statement"], []))
         prev = c.get("previous")
@@ -264,23 +302,26 @@ for i, c in enumerate(conv["contradictions"]):
                 args=(c["previous_conversation_id"],),
             )
 
-st.markdown("**Every check's status**")
-st.dataframe(
-    [
-        {"check": n, "status": v["status"], "reason": v["reason"] or ""}
-        for n, v in conv["checks"].items()
-    ],
-    hide_index=True,
-    key="report_checks",
-)
+
+def _plain_table(rows: list[dict[str, Any]], columns: dict[str, tuple[str, str]], key: str) -> None:
+    """A table with plain headers (a tooltip each); columns holding nothing are left out."""
+    table, tips = plain.plain_table(rows, columns)
+    st.dataframe(
+        table,
+        hide_index=True,
+        key=key,
+        column_config={h: st.column_config.Column(h, help=tip) for h, tip in tips.items()},
+    )
+
+
 if conv["evidence"]:
-    st.markdown("**Evidence quotes (spec 053)**")
-    st.dataframe(conv["evidence"], hide_index=True, key="report_evidence")
-st.markdown("**Claim audit (SPEC-16)**")
+    st.markdown("**Evidence quotes found in the transcript**", help=plain.EVIDENCE_HELP)
+    _plain_table(conv["evidence"], plain.EVIDENCE_COLUMNS, "report_evidence")
+st.markdown("**Claims checked against their evidence**", help=plain.CLAIMS_HELP)
 if conv["claims"]:
-    st.dataframe(conv["claims"], hide_index=True, key="report_claims")
+    _plain_table(conv["claims"], plain.CLAIM_COLUMNS, "report_claims")
 else:
-    st.caption("No claim audit rows for this answer.")
+    st.caption("No claim was checked for this answer.")
 
 actor = auth.actor()  # read now: the lambdas below run on click, after this script
 shown = dict(conv)

@@ -158,7 +158,7 @@ def test_report_shows_statements_checks_and_escapes_script(seeded_db, use_db):
     checks = frames[0]
     assert set(checks["check"]) == {"grounding", "nli"}
     assert "unavailable" in set(checks["status"])
-    assert any("claim" in f.columns for f in frames)
+    assert any("Claim" in f.columns for f in frames)
     assert [b.label for b in at.get("download_button")] == [
         "Download report (HTML)",
         "Download report (Markdown)",
