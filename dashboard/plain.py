@@ -448,7 +448,7 @@ def describe_threshold_change(c: ThresholdChange) -> str:
             f"({c.flagged_then:,} instead of {c.flagged_now:,})."
         )
     else:
-        head += f"change no flag ({c.flagged_now:,} either way)."
+        head += f"change no flag ({_n(c.flagged_now, 'flag', 'flags')} either way)."
     parts = []
     if c.false_alarms_gone or c.confirmed_gone:
         parts.append(

@@ -201,3 +201,12 @@ def test_a_threshold_between_bins_is_counted_about():
     assert c.approximate
     assert "about 5 flags away" in plain.describe_threshold_change(c)
     assert "No reviewed statement would change." in plain.describe_threshold_change(c)
+
+
+def test_a_move_within_one_bin_changes_no_flag():
+    c = plain.threshold_change(HIST, [], current=0.3, chosen=0.25)
+    text = plain.describe_threshold_change(c)
+    assert text == (
+        "Lowering the threshold from 0.30 to 0.25 would change no flag (20 flags either way)."
+        " No reviewed statement would change."
+    )
