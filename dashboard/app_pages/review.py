@@ -253,6 +253,22 @@ st.html(
     )
 )
 
+# where to go from here: the whole answer, the patient's timeline (roles that see patient ids)
+links = st.columns([1, 1, 3])
+links[0].page_link(
+    "app_pages/report.py",
+    label="Open the answer's report",
+    icon=":material/description:",
+    query_params={"id": item["conversation_id"]},
+)
+if sees_patients:
+    links[1].page_link(
+        "app_pages/patients.py",
+        label="Open the patient",
+        icon=":material/person:",
+        query_params={"patient": item["patient_id"]},
+    )
+
 # the statement and the verdict buttons first: in reach before the long answer and source
 answer = conv["answer"] if conv else None
 said, verdicts = st.columns([3, 2])
@@ -382,4 +398,11 @@ if contradictions:
             if prev:
                 st.caption(
                     f"Earlier answer {md_text(prev['external_id'])} on {prev['timestamp']:%Y-%m-%d}"
+                )
+            if c.get("previous_conversation_id"):
+                st.page_link(
+                    "app_pages/report.py",
+                    label="Open the earlier answer",
+                    icon=":material/history:",
+                    query_params={"id": c["previous_conversation_id"]},
                 )

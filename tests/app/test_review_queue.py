@@ -324,3 +324,13 @@ def test_the_page_filters_offer_only_what_the_sidebar_keeps(queue_db, use_db) ->
     assert _in_queue(at) == 2
     assert _options(at, "review_patients") == ["p-2 (2)"]
     assert _options(at, "review_severities") == ["critical (1)", "high (1)"]
+
+
+def test_a_queue_item_links_to_its_report_and_its_patient(queue_db, use_db) -> None:
+    use_db(queue_db)
+    at = open_page("review")
+    _ok(at)
+    links = {link.proto.page: link.proto.query_string for link in at.get("page_link")}
+    # the first item is "Allergy critical." of answer q-2, patient p-2
+    assert links["report"] == f"id={_conversation_id(queue_db.url, 'q-2')}"
+    assert links["patients"] == "patient=p-2"
