@@ -40,7 +40,16 @@ SCORE_TITLES: dict[str, str] = {
 
 _LAYOUT: dict[str, Any] = {
     "template": "plotly_white",
-    "margin": {"l": 40, "r": 20, "t": 50, "b": 40},
+    # the title sits on the plot's top edge, below the toolbar (modebar) that plotly draws in
+    # the top right corner: on a phone the toolbar spans most of the width and would cover a
+    # title placed in the top margin's upper half
+    "margin": {"l": 40, "r": 20, "t": 70, "b": 40},
+    "title_x": 0,
+    "title_xref": "paper",
+    "title_y": 1,
+    "title_yref": "paper",
+    "title_yanchor": "bottom",
+    "title_pad_b": 10,
     "font": {"size": 12},
     "legend": {"orientation": "h", "y": -0.15},
 }
@@ -501,10 +510,14 @@ def model_trends_figure(
     fig = make_subplots(
         rows=2,
         cols=2,
-        subplot_titles=[SCORE_TITLES[m] for m in metrics],
+        # two lines each, from the chart's left edge: on a phone a chart is ~120 px wide
+        subplot_titles=[SCORE_TITLES[m].replace(" (", "<br>(") for m in metrics],
         shared_xaxes=True,
-        vertical_spacing=0.12,
+        vertical_spacing=0.14,
     )
+    for i, title in enumerate(fig.layout.annotations):
+        domain = fig.layout[f"xaxis{'' if i == 0 else i + 1}"].domain
+        title.update(x=domain[0], xanchor="left", align="left", font_size=13)
     groups = _by_model(rows)
     # traces, lines and notes are added in one go each: plotly's per-call row/col lookups
     # and layout copies cost more than building the whole chart
