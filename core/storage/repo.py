@@ -563,20 +563,22 @@ def _to_date(value: Any) -> date:
     return date.fromisoformat(str(value)[:10])
 
 
-def quality_trend(
-    *, session: Session, filters: Filters = Filters(), granularity: Granularity = "day"
-) -> list[TrendPoint]:
-    """Average scores, volume and flagged count per day or ISO week, aggregated in SQL."""
-    dialect = session.get_bind().dialect.name
+def _trend_rows(
+    session: Session, filters: Filters, granularity: Granularity, *, by_model: bool
+) -> list[Any]:
+    """Rows of (model if ``by_model``, period, conversations, flagged, the five score
+    averages) per day or ISO week, from the rollup, aggregated in SQL."""
     t = _rollup_table(filters)
     if granularity == "day":
         bucket: Any = t.day
-    elif dialect == "postgresql":
+    elif session.get_bind().dialect.name == "postgresql":
         bucket = func.date_trunc("week", t.day)
     else:
         bucket = func.date(t.day, "weekday 0", "-6 days")
+    keys = [t.model_used, bucket] if by_model else [bucket]
     stmt = (
         select(
+            *keys[:-1],
             bucket.label("period"),
             func.sum(t.n),
             func.sum(t.n_flagged),
@@ -587,13 +589,20 @@ def quality_trend(
             _avg("sum_quality", "n_quality", t),
         )
         .where(*_rollup_where(filters, t))
-        .group_by(bucket)
+        .group_by(*keys)
         .having(func.sum(t.n) > 0)
-        .order_by(bucket)
+        .order_by(*keys)
     )
+    return list(session.execute(stmt))
+
+
+def quality_trend(
+    *, session: Session, filters: Filters = Filters(), granularity: Granularity = "day"
+) -> list[TrendPoint]:
+    """Average scores, volume and flagged count per day or ISO week, aggregated in SQL."""
     return [
         TrendPoint(_to_date(r[0]), int(r[1]), int(r[2]), *(_f(v) for v in r[3:]))
-        for r in session.execute(stmt)
+        for r in _trend_rows(session, filters, granularity, by_model=False)
     ]
 
 
@@ -1402,30 +1411,6 @@ def quality_trend_by_model(
     *, session: Session, filters: Filters = Filters(), granularity: Granularity = "day"
 ) -> list[ModelTrendPoint]:
     """:func:`quality_trend` split by model: one row per model and period, from the rollup."""
-    t = _rollup_table(filters)
-    if granularity == "day":
-        bucket: Any = t.day
-    elif session.get_bind().dialect.name == "postgresql":
-        bucket = func.date_trunc("week", t.day)
-    else:
-        bucket = func.date(t.day, "weekday 0", "-6 days")
-    stmt = (
-        select(
-            t.model_used,
-            bucket.label("period"),
-            func.sum(t.n),
-            func.sum(t.n_flagged),
-            _avg("sum_grounding", "n_grounding", t),
-            _avg("sum_consistency", "n_consistency", t),
-            _avg("sum_confidence", "n_confidence", t),
-            _avg("sum_risk", "n_risk", t),
-            _avg("sum_quality", "n_quality", t),
-        )
-        .where(*_rollup_where(filters, t))
-        .group_by(t.model_used, bucket)
-        .having(func.sum(t.n) > 0)
-        .order_by(t.model_used, bucket)
-    )
     return [
         ModelTrendPoint(
             period=_to_date(r[1]),
@@ -1438,7 +1423,7 @@ def quality_trend_by_model(
             quality=_f(r[8]),
             model=str(r[0]),
         )
-        for r in session.execute(stmt)
+        for r in _trend_rows(session, filters, granularity, by_model=True)
     ]
 
 
