@@ -6,6 +6,7 @@ Screenshots of every page land in ``tests/e2e/artifacts/``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -67,46 +68,36 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 180.
     raise TimeoutError("dashboard did not become healthy")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    db = tmp_path_factory.mktemp("e2e") / "demo.db"
+@contextlib.contextmanager
+def serve_demo(
+    db: Path, *, patients: int, answers: int, days: int, extra: Path | None = None
+) -> Iterator[str]:
+    """`groundwatch demo` into ``db`` (then ``extra`` imported, when given) and `groundwatch
+    serve` on a free port; yields the dashboard's URL and stops the server."""
     env = {**os.environ, "GROUNDWATCH_DATABASE_URL": f"sqlite:///{db}"}
     env.pop("GROUNDWATCH_LLM_BASE_URL", None)
+    sizes = ["--patients", str(patients), "--answers", str(answers), "--days", str(days)]
     demo = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "core.cli",
-            "demo",
-            "--patients",
-            "4",
-            "--answers",
-            "40",
-            "--days",
-            "20",
-            "--json",
-        ],
+        [sys.executable, "-m", "core.cli", "demo", *sizes, "--json"],
         cwd=ROOT,
         env=env,
         capture_output=True,
-        timeout=600,
+        timeout=900,
         check=False,
     )
     assert demo.returncode == 0, demo.stderr.decode()[-2000:]
     summary = json.loads(demo.stdout.decode().strip().splitlines()[-1])
-    assert summary["records"] == 40
-    # a record whose id and model name hold Markdown (an image the browser would fetch)
-    evil = db.parent / "evil.jsonl"
-    evil.write_text(json.dumps(EVIL_RECORD) + "\n", encoding="utf-8")
-    imported = subprocess.run(
-        [sys.executable, "-m", "core.cli", "import", str(evil), "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        timeout=600,
-        check=False,
-    )
-    assert imported.returncode == 0, imported.stderr.decode()[-2000:]
+    assert summary["records"] == answers
+    if extra is not None:
+        imported = subprocess.run(
+            [sys.executable, "-m", "core.cli", "import", str(extra), "--json"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            timeout=600,
+            check=False,
+        )
+        assert imported.returncode == 0, imported.stderr.decode()[-2000:]
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "core.cli", "serve", "--port", str(port)],
@@ -125,6 +116,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    db = tmp_path_factory.mktemp("e2e") / "demo.db"
+    # a record whose id and model name hold Markdown (an image the browser would fetch)
+    evil = db.parent / "evil.jsonl"
+    evil.write_text(json.dumps(EVIL_RECORD) + "\n", encoding="utf-8")
+    with serve_demo(db, patients=4, answers=40, days=20, extra=evil) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

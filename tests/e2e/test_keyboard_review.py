@@ -3,24 +3,18 @@ real Chromium against `groundwatch serve` (the demo through the real pipeline)."
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 from tests.e2e.test_dashboard_e2e import (  # the same server and browser set-up
     ARTIFACTS,
-    ROOT,
     TIMEOUT_MS,
-    _free_port,
     _open,
     _settle,
-    _wait_healthy,
     browser,  # noqa: F401 - a fixture used by name
+    serve_demo,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.model]
@@ -30,37 +24,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.model]
 def queue_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A dashboard on a demo large enough to leave a dozen items to review."""
     db = tmp_path_factory.mktemp("keys") / "demo.db"
-    env = {**os.environ, "GROUNDWATCH_DATABASE_URL": f"sqlite:///{db}"}
-    env.pop("GROUNDWATCH_LLM_BASE_URL", None)
-    demo = subprocess.run(
-        [sys.executable, "-m", "core.cli", "demo", "--patients", "6", "--answers", "90"]
-        + ["--days", "20", "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        timeout=900,
-        check=False,
-    )
-    assert demo.returncode == 0, demo.stderr.decode()[-2000:]
-    assert json.loads(demo.stdout.decode().strip().splitlines()[-1])["records"] == 90
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "core.cli", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
+    with serve_demo(db, patients=6, answers=90, days=20) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture
