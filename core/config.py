@@ -129,6 +129,20 @@ class Settings(BaseSettings):
         default=10_000_000, ge=1_000, description="Largest request body the API reads (else 413)."
     )
 
+    # Queued ingestion (PostgreSQL only: groundwatch worker, POST /v1/answers?mode=async)
+    queue_max_attempts: int = Field(
+        default=3, ge=1, le=100, description="Tries of a queued answer before its dead-letter."
+    )
+    queue_retry_wait_s: int = Field(
+        default=5, ge=0, le=3600, description="Seconds between two tries of a failing answer."
+    )
+    queue_stalled_after_s: float = Field(
+        default=60.0,
+        ge=2.0,
+        le=86_400.0,
+        description="A job whose worker sent no heartbeat for this long is run again.",
+    )
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str) -> str:
