@@ -51,6 +51,7 @@ Action = Literal[
     "replace_record",
     "manage_users",
     "view_audit",
+    "apply_threshold",
 ]
 ACTIONS: tuple[Action, ...] = get_args(Action)
 

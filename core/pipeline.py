@@ -28,7 +28,7 @@ from core.config import Settings
 from core.records import ConversationRecord
 from core.stages import STAGES, Stage, Work, transcript_text, unit_interval
 from core.storage import models as m
-from core.storage import repo
+from core.storage import repo, thresholds
 from core.storage.db import read_session, write_session
 from core.text import content_hash, short_hash
 
@@ -321,8 +321,9 @@ class QualityPipeline:
             timelines: dict[str, list[Any]] = {}
             try:
                 with write_session(self.engine) as session:
+                    bar = thresholds.review_threshold(session=session)
                     for work in works:
-                        pending.append(self._finish(session, work, timelines))
+                        pending.append(self._finish(session, work, timelines, bar))
                     outcomes = repo.store_many(
                         session=session, bundles=[b for b, _ in pending], replace=replace
                     )
@@ -387,9 +388,17 @@ class QualityPipeline:
     # ------------------------------------------------------------------ per record
 
     def _finish(
-        self, session: Session, w: Work, timelines: dict[str, list[Any]]
+        self,
+        session: Session,
+        w: Work,
+        timelines: dict[str, list[Any]],
+        review_threshold: float | None = None,
     ) -> tuple[repo.ConversationBundle, dict[str, Any]]:
-        """Score one record and build its rows (stored with the batch by the caller)."""
+        """Score one record and build its rows (stored with the batch by the caller).
+
+        ``review_threshold``: the threshold applied from the calibration page
+        (:mod:`core.storage.thresholds`); a statement below it does not flag its answer.
+        """
         from core.quality import assess_hallucination_risk, overall_quality
 
         s = self.settings
@@ -426,7 +435,12 @@ class QualityPipeline:
             )
 
         statements = list(w.grounding.statements) if w.grounding is not None else []
-        flagged_statements = sum(1 for st in statements if st.status != "grounded")
+        flagged_statements = sum(
+            thresholds.counts_as_flagged(
+                st.status, statement_risk(st.status, st.confidence), review_threshold
+            )
+            for st in statements
+        )
         contradictions = list(consistency.contradictions) if consistency is not None else []
         kinds = _classify(statements, contradictions, w)
         is_flagged = bool(risk.flagged or flagged_statements or contradictions)

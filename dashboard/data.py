@@ -21,6 +21,7 @@ from core.auth import Action, User, can
 from core.config import Settings, load_settings
 from core.records import EARLIEST, LATEST
 from core.storage import repo
+from core.storage import thresholds as thresholds_store
 from core.storage.db import get_engine, read_session, upgrade_to_head, write_session
 from core.storage.models import Conversation
 from core.text import short_hash
@@ -886,6 +887,46 @@ def thresholds() -> dict[str, float]:
     """The four score thresholds from the settings."""
     s = settings()
     return {k: float(getattr(s, v)) for k, v in SCORE_THRESHOLDS_KEYS.items()}
+
+
+LOWEST_REVIEW_THRESHOLD = thresholds_store.LOWEST_REVIEW_THRESHOLD
+
+
+def review_threshold() -> tuple[float | None, list[dict[str, Any]]]:
+    """The review threshold in force (None: every statement that is not grounded is
+    flagged) and its latest applications, newest first."""
+    with read_session(engine()) as s:
+        value = thresholds_store.review_threshold(session=s)
+        history = thresholds_store.review_threshold_history(session=s, limit=10)
+    return value, [asdict(h) for h in history]
+
+
+def apply_review_threshold(value: float | None, reason: str) -> None:
+    """Put a review threshold in force (None: back to the default), recorded with the
+    user's name and reason and audited; from then on a statement below it flags neither its
+    answer nor the review queue.
+
+    Raises:
+        PermissionError: the user may not apply thresholds.
+        ValueError: the value is out of range (the message says the range).
+    """
+    user = auth.current_user()
+    if not can(user, "apply_threshold"):
+        raise PermissionError("only an admin applies a review threshold")
+    who = auth.actor()
+    with write_session(engine()) as s:
+        change = thresholds_store.apply_review_threshold(
+            session=s, value=value, actor=who, reason=reason
+        )
+        repo.record_audit(
+            session=s,
+            actor=who,
+            action="apply_threshold",
+            target_type="setting",
+            target_id=thresholds_store.REVIEW_THRESHOLD,
+            detail={"value": change.value, "previous": change.previous},
+        )
+    clear_all()
 
 
 def clear_all() -> None:

@@ -533,6 +533,22 @@ class ApiKey(SQLModel, table=True):
     revoked_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
 
 
+class SettingChange(SQLModel, table=True):
+    """A setting applied from the dashboard (e.g. the review threshold chosen on the
+    calibration page): its value, the one before, who applied it, when and why. The newest
+    row of a name is the value in force; the rows are its history."""
+
+    __tablename__ = "setting_change"
+
+    id: int | None = _pk()
+    name: str = Field(sa_column=Column(String(60), nullable=False, index=True))
+    value: float | None = None  # None: back to the default
+    previous: float | None = None
+    actor: str = Field(sa_column=Column(String(200), nullable=False))
+    reason: str | None = Field(default=None, sa_column=Column(String(500)))
+    changed_at: datetime = _ts(index=True)
+
+
 ALL_TABLES = [
     m.__table__
     for m in (  # type: ignore[attr-defined]
@@ -552,5 +568,6 @@ ALL_TABLES = [
         LLMCall,
         EmbeddingCache,
         ApiKey,
+        SettingChange,
     )
 ]

@@ -41,6 +41,7 @@ from core.storage.models import (
     StatementCheck,
     patient_text_columns,
 )
+from core.storage.thresholds import review_threshold
 from core.text import content_hash
 
 Granularity = Literal["day", "week"]
@@ -728,11 +729,14 @@ def _queue_conds(
     review_state: ReviewState,
     kinds: Sequence[str],
     severities: Sequence[str],
+    min_risk: float | None = None,
 ) -> list[Any]:
     from sqlalchemy import exists
 
     reviewed = exists().where(Review.statement_check_id == StatementCheck.id)
     conds: list[Any] = [StatementCheck.status.in_(list(statuses)), *_conv_where(filters)]  # type: ignore[attr-defined]
+    if min_risk is not None:  # the review threshold applied from the calibration page
+        conds.append(StatementCheck.risk >= min_risk - 1e-9)  # type: ignore[operator]
     if review_state == "unreviewed":
         conds.append(~reviewed)
     elif review_state == "reviewed":
@@ -759,23 +763,24 @@ def queue_facets(
     its own (so an option shows what choosing it would leave). NULL kind or severity counts as
     "unclassified". Aggregated in SQL."""
     out: dict[str, dict[str, int]] = {}
+    bar = review_threshold(session=session)
     no_models = Filters(filters.start, filters.end, (), filters.patient_ids)
     no_patients = Filters(filters.start, filters.end, filters.models, ())
     facets: list[tuple[str, Any, list[Any]]] = [
         (
             "kind",
             StatementCheck.kind,
-            _queue_conds(filters, statuses, review_state, (), severities),
+            _queue_conds(filters, statuses, review_state, (), severities, bar),
         ),
         (
             "severity",
             StatementCheck.severity,
-            _queue_conds(filters, statuses, review_state, kinds, ()),
+            _queue_conds(filters, statuses, review_state, kinds, (), bar),
         ),
         (
             "model",
             Conversation.model_used,
-            _queue_conds(no_models, statuses, review_state, kinds, severities),
+            _queue_conds(no_models, statuses, review_state, kinds, severities, bar),
         ),
     ]
     if patients:
@@ -783,7 +788,7 @@ def queue_facets(
             (
                 "patient",
                 Conversation.patient_id,
-                _queue_conds(no_patients, statuses, review_state, kinds, severities),
+                _queue_conds(no_patients, statuses, review_state, kinds, severities, bar),
             )
         )
     for name, column, conds in facets:
@@ -1308,13 +1313,16 @@ def flagged_statements(
     """Flagged statements, riskiest first (``order="severity"``: most severe first, then
     riskiest; unclassified last), one page at a time, with the total count.
 
-    ``kinds`` and ``severities`` keep only those (empty: all; "unclassified" is NULL).
-    Each row carries its latest verdict. "Reviewed" is an EXISTS test on ``review`` (an
-    anti-join the planner estimates well, where a left join on the latest verdict made it
-    pick nested loops over every flagged statement); the latest verdict is then looked up
-    for the page's rows only.
+    ``kinds`` and ``severities`` keep only those (empty: all; "unclassified" is NULL). A
+    review threshold in force (:mod:`core.storage.thresholds`) keeps only the statements at
+    or above it. Each row carries its latest verdict. "Reviewed" is an EXISTS test on
+    ``review`` (an anti-join the planner estimates well, where a left join on the latest
+    verdict made it pick nested loops over every flagged statement); the latest verdict is
+    then looked up for the page's rows only.
     """
-    conds = _queue_conds(filters, statuses, review_state, kinds, severities)
+    conds = _queue_conds(
+        filters, statuses, review_state, kinds, severities, review_threshold(session=session)
+    )
     joined = (
         select(StatementCheck.id)
         .join(Conversation, Conversation.id == StatementCheck.conversation_id)

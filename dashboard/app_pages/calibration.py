@@ -99,14 +99,22 @@ for t in grid:
     above = [r for r in labelled if r["risk"] >= t - 1e-9]
     fa = sum(r["verdict"] == "false_alarm" for r in above)
     false_alarm.append(fa / len(above) if above else 0.0)
-in_force = float(data.thresholds()["risk"])
+applied, history = data.review_threshold()
+lowest = data.LOWEST_REVIEW_THRESHOLD
+in_force = applied if applied is not None else lowest
+in_force_text = (
+    f"The threshold in force is {in_force:.2f}, applied by {history[0]['actor']}."
+    if applied is not None and history
+    else f"No threshold is applied: every statement the verifier does not ground is flagged "
+    f"(risk {lowest:.2f} and above)."
+)
 current = st.slider(
     "Flag statements with risk at or above",
     0.0,
     1.0,
     in_force,
     0.05,
-    help=f"The threshold in force is {in_force:.2f} (GROUNDWATCH_HALLUCINATION_RISK_THRESHOLD).",
+    help=in_force_text,
     key="calibration_threshold",
 )
 i = min(bins, int(round(current * bins)))
@@ -121,7 +129,10 @@ t3.metric(
 # what flagging at the chosen threshold instead of the one in force would change
 change = plain.threshold_change(hist, labelled, current=in_force, chosen=current)
 st.info(plain.describe_threshold_change(change))
-st.caption("A what-if: moving the slider changes no stored flag and no setting.")
+st.caption(
+    f"{in_force_text} Moving the slider is a what-if; an admin can apply the chosen threshold "
+    "below, and it flags answers and fills the review queue from then on."
+)
 st.plotly_chart(
     figures.threshold_figure(grid, flag_rate, false_alarm, current=current),
     key="calibration_thresholds",
@@ -132,4 +143,57 @@ csv_button(
     exports.threshold_rows(grid, flag_rate, false_alarm),
     exports.THRESHOLD_FIELDS,
 )
+
+st.subheader("Apply a threshold")
+if not auth.can(auth.current_user(), "apply_threshold"):
+    st.caption("Only an admin applies a threshold. " + in_force_text)
+else:
+    st.caption(
+        "From then on a statement below the threshold flags neither its answer nor the review "
+        "queue; stored results are not changed, and going back to the default restores every "
+        "flag. The change is recorded with your name and reason, and audited."
+    )
+    reason = st.text_input(
+        "Reason (required)",
+        key="calibration_threshold_reason",
+        max_chars=500,
+        placeholder="e.g. 40 verdicts: below 0.55 nine in ten flags were false alarms",
+    )
+    a1, a2 = st.columns(2)
+    too_low = current < lowest - 1e-9
+    if too_low:
+        st.warning(
+            f"Thresholds below {lowest:.2f} would flag statements the verifier grounded; the "
+            f"lowest threshold that can be applied is {lowest:.2f}."
+        )
+    if a1.button(
+        f"Apply {current:.2f}",
+        key="calibration_apply",
+        type="primary",
+        disabled=too_low or not reason.strip() or abs(current - in_force) < 1e-9,
+    ):
+        data.apply_review_threshold(current, reason)
+        st.toast(f"Review threshold {current:.2f} applied.")
+        st.rerun()
+    if applied is not None and a2.button(
+        "Back to the default", key="calibration_default", disabled=not reason.strip()
+    ):
+        data.apply_review_threshold(None, reason)
+        st.toast("Back to the default: every statement that is not grounded is flagged.")
+        st.rerun()
+if history:
+    st.dataframe(
+        [
+            {
+                "when": h["changed_at"],
+                "threshold": "default" if h["value"] is None else f"{h['value']:.2f}",
+                "before": "default" if h["previous"] is None else f"{h['previous']:.2f}",
+                "by": h["actor"],
+                "reason": h["reason"] or "",
+            }
+            for h in history
+        ],
+        hide_index=True,
+        key="calibration_threshold_history",
+    )
 url_state.write({"bins": str(n_bins), "threshold": f"{current:.2f}"})
