@@ -121,6 +121,18 @@ class Settings(BaseSettings):
     retention_days: int | None = Field(default=None, ge=1)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
+    # Alerts (docs/alerts.md)
+    alerts_file: Path | None = Field(
+        default=None,
+        description="YAML file of alert rules and webhooks; unset: no alerts are evaluated.",
+    )
+    alerts_webhook_secret: str | None = Field(
+        default=None,
+        min_length=16,
+        repr=False,
+        description="Secret signing the webhook bodies of webhooks that name none of their own.",
+    )
+
     # HTTP API (groundwatch api)
     api_max_batch: int = Field(
         default=100, ge=1, le=10_000, description="Most records one POST /v1/answers/batch takes."

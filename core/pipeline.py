@@ -108,6 +108,9 @@ class QualityPipeline:
             (unless ``GROUNDWATCH_LEARNED_VERIFIER`` is off); ``None``: the rules decide; or a
             :class:`~core.grounding.learned.SupportModel`.
         llm: ``"auto"`` connects to ``GROUNDWATCH_LLM_BASE_URL`` when set; ``None``; or a client.
+        alerts: ``"auto"`` evaluates the rules of ``GROUNDWATCH_ALERTS_FILE`` (when set) after
+            each stored batch, delivering webhooks in the background; ``None``; or an
+            :class:`~core.alerts.AlertMonitor` (the command line passes a synchronous one).
     """
 
     def __init__(
@@ -119,9 +122,16 @@ class QualityPipeline:
         nli: Any | Auto | None = "auto",
         llm: LLMClient | Auto | None = "auto",
         learned: Any | Auto | None = "auto",
+        alerts: Any | Auto | None = "auto",
     ) -> None:
         self.settings = settings
         self.engine = engine
+        if alerts == "auto":
+            from core.alerts import AlertMonitor
+
+            alerts = AlertMonitor.from_settings(settings, engine)
+        # evaluated after every stored batch (core.alerts); it never fails the ingest
+        self.alerts = alerts
         # backends load on first use, so a batch of unchanged records loads no model
         self._backend_args: dict[str, Any] = {
             "embedder": embedder,
@@ -349,6 +359,8 @@ class QualityPipeline:
         ]
         by_id = {**unchanged, **{r.external_id: r for r in reports}}
         log.info("pipeline stored %d records, %d unchanged", len(reports), len(unchanged))
+        if self.alerts is not None:  # committed: the rules read what was stored
+            self.alerts.after_store([r.conversation_id for r in reports])
         return [by_id[r.id] for r in records]
 
     def _sampled(self, w: Work) -> bool:

@@ -66,6 +66,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         logging.getLogger("uvicorn.access").disabled = True
         runtime.start_loading()
         yield
+        runtime.close()
 
     app = FastAPI(
         title="Groundwatch API",

@@ -65,6 +65,13 @@ class Runtime:
         self.settings = settings
         self.engine = engine
         self.metrics = Metrics()
+        from core.alerts import AlertMonitor
+
+        # the alert rules, validated now (an invalid file stops start-up, naming rule and
+        # field); webhooks are sent by a background thread, never by the request
+        self.alerts = AlertMonitor.from_settings(
+            settings, engine, delivery="background", registry=self.metrics.registry
+        )
         self._pipeline: Any = None
         self._load_error: str | None = None
         self._loaded = threading.Event()
@@ -87,13 +94,20 @@ class Runtime:
         try:
             from core.pipeline import QualityPipeline
 
-            self._pipeline = QualityPipeline(settings=self.settings, engine=self.engine)
+            self._pipeline = QualityPipeline(
+                settings=self.settings, engine=self.engine, alerts=self.alerts
+            )
             log.info("pipeline loaded")
         except Exception as exc:  # reported by /v1/ready and 503s, type only
             self._load_error = type(exc).__name__
             log.error("pipeline failed to load: %s", type(exc).__name__)
         finally:
             self._loaded.set()
+
+    def close(self) -> None:
+        """Give queued webhook deliveries a few seconds to finish (at shutdown)."""
+        if self.alerts is not None:
+            self.alerts.close(timeout=5.0)
 
     def pipeline(self, timeout: float = LOAD_TIMEOUT_S) -> Any:
         """The loaded pipeline, waiting for it while it loads; None when it could not load."""

@@ -34,6 +34,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "purge",
     "doctor",
     "api",
+    "alerts",
 )
 
 for _name in _COMMAND_MODULES:

@@ -86,9 +86,14 @@ def import_records(
                 typer.echo(f"  line {e.line}: {e.error}", err=True)
         raise typer.Exit(EXIT_INVALID)
     engine = _migrated_engine(as_json)
+    from core.alerts import AlertMonitor, AlertRulesError
     from core.pipeline import QualityPipeline
 
-    pipeline = QualityPipeline(settings=settings, engine=engine)
+    try:  # the rules are checked before any record is; webhooks go out before the command ends
+        alerts = AlertMonitor.from_settings(settings, engine, delivery="sync")
+    except AlertRulesError as exc:
+        fail(str(exc), code=EXIT_INVALID, as_json=as_json, error="alerts_file")
+    pipeline = QualityPipeline(settings=settings, engine=engine, alerts=alerts)
     items = [r for _, r in records]
     try:
         with typer.progressbar(length=len(items), label="checking records", file=sys.stderr) as bar:

@@ -571,3 +571,71 @@ ALL_TABLES = [
         SettingChange,
     )
 ]
+
+
+class AlertFiring(SQLModel, table=True):
+    """One firing of an alert rule (core.alerts) for one condition: a rule and what it is
+    about (a model, a patient, or the whole service). While it stays open or acknowledged, the
+    condition firing again adds to it (``occurrences``, ``last_at``, ``conversation_ids``)
+    rather than firing twice; the partial unique index holds that under concurrent writers.
+    Holds ids, counts and scores only: no patient text."""
+
+    __tablename__ = "alert_firing"
+    __table_args__ = (
+        CheckConstraint(
+            "state IN ('open', 'acknowledged', 'resolved')", name="ck_alert_firing_state"
+        ),
+        Index(
+            "uq_alert_firing_open",
+            "condition_key",
+            unique=True,
+            sqlite_where=text("state != 'resolved'"),
+            postgresql_where=text("state != 'resolved'"),
+        ),
+        Index("idx_alert_firing_state_time", "state", "last_at"),
+    )
+
+    id: int | None = _pk()
+    rule: str = Field(sa_column=Column(String(100), nullable=False))
+    kind: str = Field(sa_column=Column(String(30), nullable=False))
+    # the rule and what it is about, e.g. "flagged-share|model:gpt-x" or "contradiction|patient:p-1"
+    condition_key: str = Field(sa_column=Column(String(400), nullable=False))
+    state: str = Field(default="open", sa_column=Column(String(20), nullable=False))
+    model: str | None = Field(default=None, sa_column=Column(String(200)))
+    patient_id: str | None = Field(default=None, sa_column=Column(String(64), index=True))
+    value: float | None = None  # the share, score or ECE measured when it last fired
+    threshold: float | None = None
+    counts: Any = Field(default=None, sa_column=Column(JSONType))
+    # the answers behind it (conversation ids, newest last, bounded)
+    conversation_ids: Any = Field(default=None, sa_column=Column(JSONType))
+    occurrences: int = 1
+    first_at: datetime = _ts()
+    last_at: datetime = _ts()
+    acknowledged_by: str | None = Field(default=None, sa_column=Column(String(200)))
+    acknowledged_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    resolved_by: str | None = Field(default=None, sa_column=Column(String(200)))
+    resolved_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+
+
+class AlertDelivery(SQLModel, table=True):
+    """One attempt to deliver a firing to a webhook: when, the HTTP status or the error's class,
+    and what came of it (``delivered``, ``retry``, ``failed``, ``dropped``). No body, no text."""
+
+    __tablename__ = "alert_delivery"
+
+    id: int | None = _pk()
+    firing_id: int = Field(
+        sa_column=Column(
+            BigInteger().with_variant(Integer(), "sqlite"),
+            ForeignKey("alert_firing.id", ondelete="CASCADE"),
+            nullable=False,
+            index=True,
+        )
+    )
+    webhook: str = Field(sa_column=Column(String(100), nullable=False))
+    attempt: int
+    status_code: int | None = None
+    error_class: str | None = Field(default=None, sa_column=Column(String(100)))
+    outcome: str = Field(sa_column=Column(String(20), nullable=False))
+    duration_ms: int | None = None
+    at: datetime = _ts(index=True)

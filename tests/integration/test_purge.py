@@ -337,6 +337,21 @@ NOT_PATIENT_TEXT = {
     "review": {"conversation_id", "reviewer", "verdict"},
     # an API key's name (who uses it), the SHA-256 of its token and its scopes
     "api_key": {"name", "token_hash", "scopes"},
+    # an alert's rule, condition (rule and model or patient id), ids, counts and who acted
+    "alert_firing": {
+        "rule",
+        "kind",
+        "condition_key",
+        "state",
+        "model",
+        "patient_id",
+        "counts",
+        "conversation_ids",
+        "acknowledged_by",
+        "resolved_by",
+    },
+    # a delivery attempt: the webhook's name, the error's class, the outcome
+    "alert_delivery": {"webhook", "error_class", "outcome"},
 }
 
 
