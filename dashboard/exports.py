@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from core.text import csv_cell
 from dashboard.highlight import Highlight, escape_text, highlight_html
+from dashboard.plain import risk_summary
 
 QUEUE_FIELDS = (
     "statement_check_id",
@@ -148,7 +149,7 @@ def report_markdown(conv: Mapping[str, Any]) -> str:
         f"- Patient: {conv['patient_id']}",
         f"- Time: {_cell(conv['timestamp'])}",
         f"- Model: {conv['model']}",
-        f"- Risk level: {_fmt(conv.get('risk_level'))}",
+        f"- Risk level: {risk_summary(conv)}",
         "",
         "## Scores",
         "",
@@ -237,6 +238,7 @@ def report_html(conv: Mapping[str, Any]) -> str:
         f"<h1>Query report {e(conv['external_id'])}</h1>"
         f"<p>Patient {e(conv['patient_id'])} · {e(_cell(conv['timestamp']))} · "
         f"model {e(conv['model'])}</p>"
+        f"<p>Risk level: <strong>{e(risk_summary(conv))}</strong></p>"
         f"<h2>Scores</h2><table>{scores}</table>"
         f"<h2>Query</h2><p>{e(conv.get('query'))}</p>"
         f"<h2>Answer</h2>{answer}"

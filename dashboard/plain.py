@@ -309,6 +309,19 @@ def shown_risk(
     return ShownRisk(RISK_FLOOR, stored, reason)
 
 
+def risk_summary(conv: Mapping[str, Any]) -> str:
+    """The risk level of a report in words, as the report page shows it (raised to its worst
+    finding, saying why): "high (a critical finding: allergy (statement #2); the combined risk
+    score alone gives medium)"."""
+    risk = shown_risk(conv.get("risk_level"), conv["statements"], conv.get("contradictions", ()))
+    if not risk.raised:
+        return risk_words(risk.level)
+    return (
+        f"{risk_words(risk.level)} ({risk.reason}; the combined risk score alone gives "
+        f"{risk_words(risk.stored)})"
+    )
+
+
 # --------------------------------------------------------------------------- calibration
 
 MIN_CALIBRATION_VERDICTS = 30

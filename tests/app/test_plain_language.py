@@ -276,11 +276,29 @@ def test_the_threshold_explorer_says_what_the_chosen_threshold_would_change(seed
     use_db(seeded_db)
     at = open_page("calibration")
     said = [x.value for x in at.info]
-    assert any(s.startswith("This is the threshold in force (0.30)") for s in said)
+    assert any(s.startswith("This is the threshold in force (0.25)") for s in said)
     at.slider(key="calibration_threshold").set_value(0.9).run()
     said = [x.value for x in at.info]
-    change = next(s for s in said if s.startswith("Raising the threshold from 0.30 to 0.90"))
+    change = next(s for s in said if s.startswith("Raising the threshold from 0.25 to 0.90"))
     assert "flags away" in change
     assert "Among reviewed statements" in change
     at.slider(key="calibration_threshold").set_value(0.0).run()
     assert any(x.value.startswith("Lowering the threshold") for x in at.info)
+
+
+def test_the_downloaded_reports_say_the_risk_level_the_page_shows(plain_db, use_db):
+    from dashboard import data, exports
+
+    use_db(plain_db)
+    critical = data.conversation(repo.conversation_id_for("pl-critical"))
+    calm = data.conversation(repo.conversation_id_for("pl-calm"))
+    assert critical is not None
+    assert calm is not None
+    shown = (
+        "high (a critical finding: allergy (statement #2); the combined risk score alone "
+        "gives medium)"
+    )
+    assert f"- Risk level: {shown}\n" in exports.report_markdown(critical)
+    assert "<p>Risk level: <strong>high (a critical finding" in exports.report_html(critical)
+    assert "- Risk level: medium\n" in exports.report_markdown(calm)
+    assert "<p>Risk level: <strong>medium</strong></p>" in exports.report_html(calm)
