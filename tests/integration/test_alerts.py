@@ -250,7 +250,8 @@ def test_firings_are_stored_once_signed_retried_and_delivered(
     before = len(receiver.requests)
     ingest(pipeline, record("a-3", 3, "2000 mg"))
     again = firings(engine)["contradiction|patient:p-1"]
-    assert len(again) == 1 and again[0].occurrences == 2
+    assert len(again) == 1
+    assert again[0].occurrences == 2
     assert len(receiver.requests) == before
     # acknowledged still holds duplicates off; resolved lets the condition fire anew
     with write_session(engine) as s:
@@ -272,7 +273,8 @@ def test_firings_are_stored_once_signed_retried_and_delivered(
     assert [r.state for r in rows] == ["open", "resolved"]
     old = rows[1]
     assert (old.acknowledged_by, old.resolved_by) == ("dr-a", "dr-b")
-    assert old.acknowledged_at is not None and old.resolved_at is not None
+    assert old.acknowledged_at is not None
+    assert old.resolved_at is not None
     assert deliveries(engine, int(rows[0].id or 0)) == [(1, "retry", 500), (2, "delivered", 200)]
     with read_session(engine) as s:
         audit = repo.list_audit_events(session=s)
@@ -359,7 +361,8 @@ def test_calibration_drift_fires_on_the_recent_verdicts(
     (drift_finding,) = [f for f in result.findings if f.rule == "drift"]
     assert drift_finding.status == "firing"
     assert drift_finding.firing is not None
-    assert drift_finding.firing.value is not None and drift_finding.firing.value > 0.2
+    assert drift_finding.firing.value is not None
+    assert drift_finding.firing.value > 0.2
     assert drift_finding.firing.counts["verdicts"] == 10
     assert set(drift_finding.firing.conversation_ids) <= set(ids)
     opened = firings(engine)["drift|service"]
@@ -485,7 +488,8 @@ def test_import_delivers_before_it_returns_and_check_fires_nothing_twice(
     checked = runner.invoke(app, ["alerts", "check", "--json"])
     assert checked.exit_code == 0, checked.output
     out = json.loads(checked.stdout.strip().splitlines()[-1])
-    assert out["opened"] == [] and len(out["updated"]) == 1
+    assert out["opened"] == []
+    assert len(out["updated"]) == 1
     assert len(receiver.requests) == 2
     listed = json.loads(runner.invoke(app, ["alerts", "list", "--json"]).stdout)
     (alert,) = listed["alerts"]
