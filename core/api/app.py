@@ -36,6 +36,7 @@ from core.api.errors import (
     log,
     validation_error_handler,
 )
+from core.api.jobs import jobs_router, queue_answer, require_queue
 from core.api.keys import Caller, Scope, parse_scopes, token_hash
 from core.api.runtime import Runtime
 from core.api.views import CursorError, answer_view, decode_cursor, encode_cursor, summary_view
@@ -85,6 +86,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         RequestMiddleware, metrics=runtime.metrics, max_body=settings.api_max_body_bytes
     )
     app.include_router(_router(runtime))
+    app.include_router(jobs_router(runtime, _auth))
 
     _docs(app)
 
@@ -308,6 +310,7 @@ def _router(runtime: Runtime) -> APIRouter:
         responses={
             200: {"description": "Stored already (unchanged) or replaced (updated)."},
             201: {"description": "Checked and stored (imported)."},
+            202: {"description": "mode=async: stored with its job; GET /v1/jobs/{id} follows it."},
             400: {"description": "Not a JSON object (syntax, encoding, NUL byte)."},
             401: {"description": "No API key, or an unknown or revoked one."},
             403: {"description": "The key lacks the ingest scope."},
@@ -316,13 +319,28 @@ def _router(runtime: Runtime) -> APIRouter:
             422: {"description": "The record is invalid (the detail names the field)."},
         },
     )
-    async def post_answer(request: Request, caller: Caller = ingest) -> JSONResponse:
+    async def post_answer(
+        request: Request,
+        caller: Caller = ingest,
+        mode: str = Query(
+            "sync",
+            pattern="^(sync|async)$",
+            description="async (PostgreSQL only): queue the answer for the workers, 202.",
+        ),
+    ) -> JSONResponse:
         """One record in the import format: the enabled checks run, the result is stored and
-        the quality report returned. Idempotent on the record id, as ``groundwatch import``."""
+        the quality report returned. Idempotent on the record id, as ``groundwatch import``.
+        With ``mode=async`` the record and its job are stored in one transaction and the
+        answer is 202 with the job id; a ``groundwatch worker`` checks it."""
         body = await request.body()
 
         def work() -> JSONResponse:
             record = _record(_decode(body), settings)
+            if mode == "async":
+                require_queue(runtime)
+                if "admin" not in caller.scopes:
+                    _refuse_edits(runtime, [record])
+                return queue_answer(runtime, record, caller)
             (view,) = _ingest(runtime, [record], caller)
             code = 201 if view["store_status"] == "imported" else 200
             return JSONResponse(view, status_code=code)

@@ -54,12 +54,21 @@ def import_records(
     skip_invalid: Annotated[
         bool, typer.Option("--skip-invalid", help="Store the valid lines, list the rest.")
     ] = False,
+    queue: Annotated[
+        bool,
+        typer.Option(
+            "--queue",
+            help="Queue the records for `groundwatch worker` instead of checking them here "
+            "(PostgreSQL only).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Validate every line, run the enabled checks, and store the records in one transaction.
 
     By default nothing is stored when any line is invalid. Re-importing the same records
-    changes nothing; an edited record is updated, never duplicated.
+    changes nothing; an edited record is updated, never duplicated. With ``--queue`` the
+    records and their jobs are stored in one transaction and the workers check them.
     """
     from core.records import parse_jsonl
 
@@ -85,6 +94,11 @@ def import_records(
             for e in errors[:100]:
                 typer.echo(f"  line {e.line}: {e.error}", err=True)
         raise typer.Exit(EXIT_INVALID)
+    if queue:
+        from core.cli.queue import queue_records
+
+        queue_records([r for _, r in records], rejected, as_json)
+        return
     engine = _migrated_engine(as_json)
     from core.alerts import AlertMonitor, AlertRulesError
     from core.pipeline import QualityPipeline

@@ -639,3 +639,47 @@ class AlertDelivery(SQLModel, table=True):
     outcome: str = Field(sa_column=Column(String(20), nullable=False))
     duration_ms: int | None = None
     at: datetime = _ts(index=True)
+
+
+class IngestJob(SQLModel, table=True):
+    """One answer received for queued ingestion (``POST /v1/answers?mode=async``,
+    ``groundwatch import --queue``): the raw record until a worker has stored its result, and
+    what became of it. Its job in the PostgreSQL queue (``queue_job_id``, a procrastinate job)
+    holds the state and the number of tries. ``error_class`` and ``error_message`` say why the
+    last try failed, without record text (class names, counts, 12-char hashes)."""
+
+    __tablename__ = "ingest_job"
+
+    id: int | None = _pk()
+    queue_job_id: int | None = Field(
+        default=None, sa_column=Column(BigInteger, unique=True, nullable=True)
+    )
+    external_id: str = Field(sa_column=Column(String(200), nullable=False))
+    conversation_id: str = Field(sa_column=Column(String(64), nullable=False, index=True))
+    # the record as received (the import format); cleared once its result is stored
+    payload: Any = Field(
+        default=None, sa_column=_patient_text(JSONType, owners=("conversation_id",))
+    )
+    payload_hash: str = Field(sa_column=Column(String(12), nullable=False))
+    replace: bool = False  # an edit of a stored record may replace it (admin keys only)
+    submitted_by: str = Field(sa_column=Column(String(200), nullable=False))
+    created_at: datetime = _ts(index=True)
+    finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    outcome: str | None = Field(default=None, sa_column=Column(String(20)))
+    error_class: str | None = Field(default=None, sa_column=Column(String(100)))
+    error_message: str | None = Field(default=None, sa_column=Column(String(300)))
+
+
+class LoginLock(SQLModel, table=True):
+    """Failed dashboard logins of one account, persisted so that a lock holds in every
+    browser session and across restarts: the failures in a row since the last success or
+    lock, the locks in a row (each doubles the next one) and when the current lock ends.
+    Keyed by a 12-char hash of the typed user name (known or not), never the name itself."""
+
+    __tablename__ = "login_lock"
+
+    login_key: str = Field(sa_column=Column(String(64), primary_key=True))
+    failures: int = 0
+    lockouts: int = 0
+    locked_until: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    updated_at: datetime = _ts()

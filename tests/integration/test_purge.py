@@ -337,6 +337,17 @@ NOT_PATIENT_TEXT = {
     "review": {"conversation_id", "reviewer", "verdict"},
     # an API key's name (who uses it), the SHA-256 of its token and its scopes
     "api_key": {"name", "token_hash", "scopes"},
+    # a queued answer: ids, the 12-char hash of its record, the key that sent it, the outcome,
+    # and its last error (class and a message written without record text, core.queue)
+    "ingest_job": {
+        "external_id",
+        "conversation_id",
+        "payload_hash",
+        "submitted_by",
+        "outcome",
+        "error_class",
+        "error_message",
+    },
     # an alert's rule, condition (rule and model or patient id), ids, counts and who acted
     "alert_firing": {
         "rule",

@@ -1,0 +1,68 @@
+"""``groundwatch worker`` (checks queued answers) and ``import --queue`` (queues a file).
+
+Both need PostgreSQL: on SQLite they stop with one clear line (exit 1).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+
+from core.cli.common import EXIT_IO, emit, fail
+from core.cli.records import _migrated_engine
+from core.config import get_settings
+from core.records import ConversationRecord
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+
+
+def queue_records(records: list[ConversationRecord], rejected: list[dict], as_json: bool) -> None:
+    """Store the records and their jobs in one transaction (``import --queue``)."""
+    from core.queue import QueueUnavailable, enqueue, require_postgres
+
+    engine = _migrated_engine(as_json)
+    try:
+        require_postgres(engine)
+        ids = enqueue(engine=engine, records=records, replace=True, submitted_by="cli")
+    except QueueUnavailable as exc:
+        fail(str(exc), code=EXIT_IO, as_json=as_json, error="queue_unavailable")
+    result = {
+        "queued": len(ids),
+        "first_job": ids[0] if ids else None,
+        "last_job": ids[-1] if ids else None,
+        "rejected": rejected,
+    }
+    human = f"queued {len(ids)} (jobs {result['first_job']}-{result['last_job']})"
+    if rejected and not as_json:
+        human += "\n" + "\n".join(f"  line {e['line']}: {e['error']}" for e in rejected[:100])
+    emit(result, as_json=as_json, human=human)
+
+
+def worker() -> None:
+    """Check queued answers until stopped (SIGINT/SIGTERM finish the answer in progress).
+
+    Run as many as the machines have cores, anywhere the database is reachable: the models
+    load once per worker, jobs are shared out by the PostgreSQL queue.
+    """
+    from core.queue import QueueUnavailable, require_postgres, run_worker
+
+    settings = get_settings()
+    engine = _migrated_engine(False)
+    try:
+        require_postgres(engine)
+    except QueueUnavailable as exc:
+        fail(str(exc), code=EXIT_IO, as_json=False, error="queue_unavailable")
+    for name in ("core", "groundwatch"):
+        logging.getLogger(name).setLevel(settings.log_level)
+    from core.pipeline import QualityPipeline
+
+    pipeline = QualityPipeline(settings=settings, engine=engine)
+    typer.echo("groundwatch worker: models loaded, waiting for jobs", err=True)
+    run_worker(settings=settings, engine=engine, pipeline=pipeline)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the worker command."""
+    app.command("worker")(worker)
