@@ -510,7 +510,6 @@ class QualityPipeline:
                     is_grounded=st.is_grounded,
                     status=st.status,
                     source_chunk_id=st.source_chunk_id,
-                    source_text=None,
                     supporting_evidence=st.supporting_evidence if keep_text else None,
                     evidence_start=st.evidence_start,
                     evidence_end=st.evidence_end,

@@ -189,9 +189,6 @@ class StatementCheck(SQLModel, table=True):
     is_grounded: bool
     status: str = Field(sa_column=Column(String(20), nullable=False))
     source_chunk_id: str | None = Field(default=None, sa_column=Column(String(200)))
-    source_text: str | None = Field(
-        default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
-    )
     supporting_evidence: str | None = Field(
         default=None, sa_column=_patient_text(Text, owners=("conversation_id",))
     )

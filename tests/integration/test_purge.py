@@ -279,6 +279,7 @@ def test_purge_with_nothing_to_purge_keeps_the_caches(engine: Engine) -> None:
 # fails this test until retention knows about it.
 NOT_PATIENT_TEXT = {
     "audit_event": {"actor", "action", "target_type", "target_id", "detail"},  # counts, ids
+    "setting_change": {"name", "actor", "reason"},  # a dashboard setting, who set it and why
     "embedding_cache": {"model", "content_hash", "vector"},  # a cache: purged wholesale
     "llm_call": {"cache_key", "model", "response_text", "finish_reason", "purpose"},  # ditto
     "patient": {"id"},
