@@ -49,6 +49,7 @@ PAGE_ACTIONS: dict[str, Action] = {
     "review": "view_text",
     "report": "view_text",
     "patients": "view_text",
+    "alerts": "view_text",
     "admin": "view_audit",
 }
 

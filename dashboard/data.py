@@ -1139,3 +1139,126 @@ def answers_at(
     models = (model,) if model is not None else f.models
     sub = FilterState(start, end, models, f.patients)
     return _answers_at(database_url(), sub.key(), limit)
+
+
+# --------------------------------------------------------------------------- alerts
+
+
+def _alert_row(f: Any) -> dict[str, Any]:
+    return {
+        "id": int(f.id or 0),
+        "rule": f.rule,
+        "kind": f.kind,
+        "condition": f.condition_key,
+        "state": f.state,
+        "model": f.model,
+        "patient_id": f.patient_id,
+        "value": f.value,
+        "threshold": f.threshold,
+        "counts": dict(f.counts or {}),
+        "conversation_ids": list(f.conversation_ids or []),
+        "occurrences": f.occurrences,
+        "first_at": f.first_at,
+        "last_at": f.last_at,
+        "acknowledged_by": f.acknowledged_by,
+        "acknowledged_at": f.acknowledged_at,
+        "resolved_by": f.resolved_by,
+        "resolved_at": f.resolved_at,
+    }
+
+
+@st.cache_data(ttl=10, max_entries=16, show_spinner=False)
+def _alerts(url: str, states: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
+    from core.storage import alerts as alert_store
+
+    with read_session(_engine(url)) as s:
+        rows = alert_store.list_firings(session=s, states=states, limit=limit)  # type: ignore[arg-type]
+        return [_alert_row(f) for f in rows]
+
+
+def alerts(states: tuple[str, ...], limit: int = 200) -> list[dict[str, Any]]:
+    """Alerts in ``states``, open first, then acknowledged, then resolved; the most recent
+    first within each. Ids, counts and scores only."""
+    return _alerts(database_url(), states, limit)
+
+
+@st.cache_data(ttl=10, max_entries=4, show_spinner=False)
+def _alert_counts(url: str) -> dict[str, int]:
+    from core.storage import alerts as alert_store
+
+    with read_session(_engine(url)) as s:
+        return alert_store.count_firings(session=s)
+
+
+def alert_counts() -> dict[str, int]:
+    """How many alerts are open, acknowledged and resolved."""
+    return _alert_counts(database_url())
+
+
+def alert(alert_id: int) -> dict[str, Any] | None:
+    """One alert by id (not cached: opened from a link, it shows its state now)."""
+    from core.storage import alerts as alert_store
+
+    with read_session(engine()) as s:
+        found = alert_store.get_firing(session=s, firing_id=alert_id)
+        return _alert_row(found) if found is not None else None
+
+
+def alert_answers(conversation_ids: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """The answers behind an alert, by conversation id: record id, time and model (no text)."""
+    from core.storage import alerts as alert_store
+
+    with read_session(engine()) as s:
+        facts = alert_store.answer_facts(session=s, conversation_ids=conversation_ids)
+    return {
+        a.conversation_id: {
+            "external_id": a.external_id,
+            "timestamp": a.timestamp,
+            "model": a.model,
+        }
+        for a in facts
+    }
+
+
+def alert_deliveries(alert_id: int) -> list[dict[str, Any]]:
+    """An alert's webhook delivery attempts, newest first (not cached: they arrive in the
+    background)."""
+    from core.storage import alerts as alert_store
+
+    with read_session(engine()) as s:
+        return [
+            {
+                "at": d.at,
+                "webhook": d.webhook,
+                "attempt": d.attempt,
+                "outcome": d.outcome,
+                "status_code": d.status_code,
+                "error": d.error_class,
+                "duration_ms": d.duration_ms,
+            }
+            for d in alert_store.list_deliveries(session=s, firing_id=alert_id)
+        ]
+
+
+def change_alert(*, user: User | None, alert_id: int, state: str) -> None:
+    """Acknowledge or resolve an alert, with who and when, audited.
+
+    Raises:
+        PermissionError: the user may not act on flagged answers (reviewers and admins may).
+        ValueError: the alert does not exist or its state does not allow the change.
+    """
+    from core.storage import alerts as alert_store
+
+    require(user, "give_verdict")
+    if state not in ("acknowledged", "resolved"):
+        raise ValueError("an alert can be acknowledged or resolved")
+    with write_session(engine()) as s:
+        alert_store.change_state(
+            session=s,
+            firing_id=alert_id,
+            state=state,  # type: ignore[arg-type]
+            actor=auth.actor(),
+        )
+    for fn in (_alerts, _alert_counts):
+        fn.clear()
+    log.info("alert %d %s", alert_id, state)

@@ -478,3 +478,66 @@ def describe_threshold_change(c: ThresholdChange) -> str:
     if not parts:
         return head + " No reviewed statement would change."
     return head + " Among reviewed statements: " + "; ".join(parts) + "."
+
+
+# --------------------------------------------------------------------------- alerts
+
+ALERT_KINDS: dict[str, str] = {
+    "flagged_share": "Many flagged answers",
+    "contradiction": "Contradiction",
+    "score_below": "Low score",
+    "calibration_drift": "Calibration drift",
+}
+ALERT_STATES: dict[str, str] = {
+    "open": "Open",
+    "acknowledged": "Acknowledged",
+    "resolved": "Resolved",
+}
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            return _n(seconds // size, unit, unit + "s")
+    return _n(seconds, "second", "seconds")
+
+
+def alert_sentence(alert: Mapping[str, Any]) -> str:
+    """What an alert says, in one plain sentence (ids, counts and scores; no record text)."""
+    kind = alert.get("kind")
+    counts = alert.get("counts") or {}
+    value, threshold = alert.get("value"), alert.get("threshold")
+    if kind == "flagged_share":
+        return (
+            f"{counts.get('flagged', 0):,} of {counts.get('answers', 0):,} answers from "
+            f"{alert.get('model')} in {_duration(int(counts.get('window_s', 0)))} were flagged "
+            f"({(value or 0):.0%}), more than the {(threshold or 0):.0%} the rule allows."
+        )
+    if kind == "contradiction":
+        what = []
+        if counts.get("contradicted_statements"):
+            what.append("its sources")
+        if counts.get("contradicted_earlier"):
+            what.append("the patient's earlier answers")
+        return (
+            f"An answer about patient {alert.get('patient_id')} contradicts "
+            f"{' and '.join(what) or 'its sources'}."
+        )
+    if kind == "score_below":
+        score = next((k.removesuffix("_score") for k in counts), "a")
+        about = (
+            f"patient {alert.get('patient_id')}"
+            if alert.get("patient_id")
+            else f"model {alert.get('model')}"
+        )
+        return (
+            f"An answer ({about}) scored {(value or 0):.2f} for {score}, below the "
+            f"{(threshold or 0):.2f} the rule asks (higher is better)."
+        )
+    if kind == "calibration_drift":
+        return (
+            f"Over the last {counts.get('verdicts', 0):,} verdicts the risk score's calibration "
+            f"error is {(value or 0):.3f}, above {(threshold or 0):.3f}: the risk no longer "
+            "matches what reviewers decide."
+        )
+    return f"Rule {alert.get('rule')} fired."

@@ -46,6 +46,12 @@ def _pages() -> dict[str, Any]:
         "patients": st.Page(
             PAGES / "patients.py", title="Patients", icon=":material/person:", url_path="patients"
         ),
+        "alerts": st.Page(
+            PAGES / "alerts.py",
+            title="Alerts",
+            icon=":material/notifications_active:",
+            url_path="alerts",
+        ),
         "admin": st.Page(
             PAGES / "admin.py",
             title="Admin",
