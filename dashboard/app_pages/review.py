@@ -157,6 +157,12 @@ if total and idx >= total:
     idx = st.session_state["review_index"] = total - 1
     rows, total = data.flagged(qf, offset=idx, limit=1, **query)  # type: ignore[arg-type]
 c3.metric("In queue", f"{total:,}")
+bar, _history = data.review_threshold()
+if bar is not None:
+    st.caption(
+        f"A review threshold of {bar:.2f} is applied (Calibration page): statements below it "
+        "are not in the queue."
+    )
 
 actor = auth.actor()  # read now: the export callables run on click, after this script
 

@@ -70,6 +70,7 @@ def test_an_admin_applies_a_threshold_and_the_queue_follows(fresh_db: Seeded, us
     at.switch_page("app_pages/review.py").run()
     _ok(at)
     assert _in_queue(at) == _unreviewed_at_or_above(fresh_db.url, bar)
+    assert any("review threshold of 0.60 is applied" in c.value for c in at.caption)
 
     at.switch_page("app_pages/calibration.py").run()
     at.text_input(key="calibration_threshold_reason").input("back to every flag").run()
@@ -77,6 +78,7 @@ def test_an_admin_applies_a_threshold_and_the_queue_follows(fresh_db: Seeded, us
     _ok(at)
     at.switch_page("app_pages/review.py").run()
     assert _in_queue(at) == everything
+    assert not any("review threshold" in c.value for c in at.caption)
 
 
 def test_a_threshold_below_every_unsupported_statement_cannot_be_applied(
