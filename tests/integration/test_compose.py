@@ -29,11 +29,23 @@ def test_compose_file_is_valid() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_compose_wires_app_to_postgres_with_healthcheck() -> None:
+def test_compose_wires_the_services_to_postgres_after_the_migration() -> None:
     spec = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    db, app = spec["services"]["db"], spec["services"]["app"]
-    assert "healthcheck" in db
+    services = spec["services"]
+    assert set(services) == {"postgres", "migrate", "api", "dashboard", "worker"}
+    assert "healthcheck" in services["postgres"]
     assert "pgdata" in spec["volumes"]
-    assert app["depends_on"]["db"]["condition"] == "service_healthy"
-    assert app["environment"]["GROUNDWATCH_DATABASE_URL"].startswith("postgresql://")
-    assert "8501:8501" in app["ports"]
+    migrate = services["migrate"]
+    assert migrate["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert migrate["command"] == ["groundwatch", "init-db"]
+    for name in ("api", "dashboard", "worker"):
+        service = services[name]
+        assert service["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+        assert service["environment"]["GROUNDWATCH_DATABASE_URL"].startswith("postgresql://")
+    assert "8501:8501" in services["dashboard"]["ports"]
+    assert "8000:8000" in services["api"]["ports"]
+    worker = services["worker"]
+    # --scale worker=N needs a service without a fixed name or host port
+    assert worker["command"] == ["groundwatch", "worker"]
+    assert "container_name" not in worker
+    assert "ports" not in worker
