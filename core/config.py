@@ -140,6 +140,12 @@ class Settings(BaseSettings):
     api_max_body_bytes: int = Field(
         default=10_000_000, ge=1_000, description="Largest request body the API reads (else 413)."
     )
+    api_rate_limit: int = Field(
+        default=600,
+        ge=0,
+        le=1_000_000,
+        description="Requests per minute per API key, in each API process (else 429); 0: off.",
+    )
 
     # Queued ingestion (PostgreSQL only: groundwatch worker, POST /v1/answers?mode=async)
     queue_max_attempts: int = Field(

@@ -4,7 +4,9 @@ One transaction purges the text of every conversation dated before the cutoff fr
 column the schema tags as patient text, drops the caches derived from record text (embedding
 rows, cached LLM responses: keyed by text hash, not by record, so all of them whenever any
 record text goes), and writes the ``purge`` audit event; if anything fails, nothing is purged
-and nothing is audited.
+and nothing is audited. The full-text index loses the purged text with the rows
+(:mod:`core.storage.search`): compacted in the same transaction on SQLite, the table vacuumed
+after it on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from core.storage import repo
+from core.storage import repo, search
 from core.storage.db import read_session, write_session
 from core.storage.models import Conversation
 
@@ -102,6 +104,7 @@ def purge_expired(
         vectors = responses = 0
         if purged:
             vectors, responses = repo.purge_caches(session=session)
+            search.compact_index(session=session)
         event = repo.record_audit(
             session=session,
             actor=actor.strip(),
@@ -117,6 +120,8 @@ def purge_expired(
             },
         )
         event_id = int(event.id) if event.id is not None else None
+    if purged:
+        search.reclaim_purged(engine)
     log.info(
         "purged text of %d conversations older than %d days (%d cached embeddings, "
         "%d cached LLM responses)",

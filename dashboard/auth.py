@@ -156,6 +156,13 @@ def login_key(username: str) -> str:
     return short_hash(username.strip().casefold())
 
 
+def _locked_message(wait: float) -> str:
+    return (
+        "Too many failed attempts: this account is locked for "
+        f"{math.ceil(wait / 60)} min (try again at the end of the lock)."
+    )
+
+
 def _login_form(store: UserStore) -> User | None:
     box = st.empty()
     with box.container():
@@ -172,17 +179,24 @@ def _login_form(store: UserStore) -> User | None:
         key = login_key(username or "")
         wait = data.login_wait(key)
         if wait > 0:
-            st.error(f"Too many failed attempts on this account: try again in {math.ceil(wait)} s.")
+            st.error(_locked_message(wait))
             return None
         user = store.authenticate(username or "", password or "")
         if user is None:
             known = store.get((username or "").strip()) is not None
             actor = (username or "").strip() if known else "unknown"
-            _audit(actor, "login_failed", target_type="login", target_id=key)
-            st.error("Wrong user name or password.")
+            try:
+                wait = data.login_failed(key, actor)
+            except Exception as exc:  # the refusal stands; only the count is lost
+                log.warning("failed login not counted (%s)", type(exc).__name__)
+            st.error(_locked_message(wait) if wait > 0 else "Wrong user name or password.")
             return None
     box.empty()  # the form disappears; the app is drawn in this same run
     st.session_state[SESSION_KEY] = user.to_dict()
+    try:
+        data.login_succeeded(key)
+    except Exception as exc:
+        log.warning("login count not reset (%s)", type(exc).__name__)
     _audit(user.username, "login", target_type="login", target_id=key)
     return user
 

@@ -20,7 +20,7 @@ import streamlit as st
 from core.auth import Action, User, can
 from core.config import Settings, load_settings
 from core.records import EARLIEST, LATEST
-from core.storage import repo
+from core.storage import logins, repo
 from core.storage import thresholds as thresholds_store
 from core.storage.db import get_engine, read_session, upgrade_to_head, write_session
 from core.storage.models import Conversation
@@ -475,32 +475,31 @@ def undo_verdict(*, user: User | None, review_id: int, reviewer: str) -> None:
     log.info("verdict %d taken back", review_id)
 
 
-# Failed logins: after MAX_LOGIN_FAILURES in a row on one account (or typed name), each further
-# attempt waits LOGIN_DELAY_S, doubling per failure up to MAX_LOGIN_DELAY_S. Counted from the
-# audit trail, so a new browser session, a reload or a second server process changes nothing.
-MAX_LOGIN_FAILURES = 5
-LOGIN_DELAY_S = 30.0
-MAX_LOGIN_DELAY_S = 3600.0
+# Failed logins: MAX_LOGIN_FAILURES wrong passwords in a row lock the account for a minute,
+# doubling per further lock up to an hour (core.storage.logins). The count and the lock are in
+# the database, so a new browser session, a reload, a restart or a second server process
+# changes nothing.
+MAX_LOGIN_FAILURES = logins.MAX_LOGIN_FAILURES
 
 
 def login_wait(key: str, *, now: datetime | None = None) -> float:
     """Seconds before the next login attempt for ``key`` (a hash of the typed user name) may
     be checked; 0 when it may be checked now."""
-    now = now or datetime.now(UTC)
     with read_session(engine()) as s:
-        events = repo.recent_logins(
-            session=s, target_id=key, since=now - timedelta(days=1), limit=64
-        )
-    failures = 0
-    for action, _ in events:
-        if action != "login_failed":
-            break
-        failures += 1
-    if failures < MAX_LOGIN_FAILURES:
-        return 0.0
-    delay = min(LOGIN_DELAY_S * 2 ** (failures - MAX_LOGIN_FAILURES), MAX_LOGIN_DELAY_S)
-    last = events[0][1]
-    return max(0.0, (last - now).total_seconds() + delay)
+        return logins.login_state(session=s, login_key=key, now=now).wait_s
+
+
+def login_failed(key: str, actor: str) -> float:
+    """Count a wrong password for ``key`` (audited); the seconds the account is now locked
+    for (0 while it is not)."""
+    with write_session(engine()) as s:
+        return logins.record_login_failure(session=s, login_key=key, actor=actor).wait_s
+
+
+def login_succeeded(key: str) -> None:
+    """A right password for ``key``: its failures and lock growth start again."""
+    with write_session(engine()) as s:
+        logins.record_login_success(session=s, login_key=key)
 
 
 def audit_events(action: str | None, limit: int) -> list[dict[str, Any]]:

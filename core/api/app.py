@@ -38,12 +38,14 @@ from core.api.errors import (
 )
 from core.api.jobs import jobs_router, queue_answer, require_queue
 from core.api.keys import Caller, Scope, parse_scopes, token_hash
+from core.api.limits import retry_after
+from core.api.read_routes import read_router
 from core.api.runtime import Runtime
 from core.api.views import CursorError, answer_view, decode_cursor, encode_cursor, summary_view
 from core.config import Settings, get_settings
 from core.inputs import InputError, decode_utf8, parse_json
 from core.records import EARLIEST, LATEST, ConversationRecord, parse_record
-from core.storage import repo
+from core.storage import repo, search
 from core.storage.db import DatabaseError, get_engine, read_session, write_session
 
 API_VERSION = "1"
@@ -87,6 +89,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     )
     app.include_router(_router(runtime))
     app.include_router(jobs_router(runtime, _auth))
+    app.include_router(read_router(runtime, auth=_auth))
 
     _docs(app)
 
@@ -105,7 +108,9 @@ _bearer = HTTPBearer(
 )
 
 
-def _auth(runtime: Runtime, scope: Scope) -> Callable[..., Caller]:
+def _auth(runtime: Runtime, scope: Scope | tuple[Scope, ...]) -> Callable[..., Caller]:
+    wanted = (scope,) if isinstance(scope, str) else scope
+
     def caller(
         credentials: HTTPAuthorizationCredentials | None = Security(_bearer),
     ) -> Caller:
@@ -123,8 +128,18 @@ def _auth(runtime: Runtime, scope: Scope) -> Callable[..., Caller]:
         if key is None or key.revoked_at is not None:
             raise ApiError(401, "unauthorized", "unknown or revoked API key", headers=_UNAUTHORIZED)
         found = Caller(int(key.id or 0), key.name, parse_scopes(key.scopes))
-        if not found.allows(scope):
-            raise ApiError(403, "forbidden", f"this API key lacks the {scope!r} scope")
+        wait = runtime.limiter.take(found.key_id)
+        if wait > 0:
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"this API key made more than {runtime.settings.api_rate_limit} requests in a "
+                f"minute (GROUNDWATCH_API_RATE_LIMIT); retry in {retry_after(wait)} s",
+                headers={"Retry-After": retry_after(wait)},
+            )
+        if not any(found.allows(s) for s in wanted):
+            named = " or ".join(repr(s) for s in wanted)
+            raise ApiError(403, "forbidden", f"this API key lacks the {named} scope")
         return found
 
     return caller
@@ -402,6 +417,12 @@ def _router(runtime: Runtime) -> APIRouter:
         since: str | None = Query(None, max_length=64, description="ISO 8601, inclusive."),
         until: str | None = Query(None, max_length=64, description="ISO 8601, exclusive."),
         flagged: bool | None = Query(None),
+        q: str | None = Query(
+            None,
+            min_length=1,
+            max_length=search.MAX_QUERY_CHARS,
+            description="Full-text search of query and answer: words, \"phrases\", or, -word.",
+        ),
         limit: int = Query(50, ge=1, le=MAX_PAGE),
         cursor: str | None = Query(
             None, max_length=300, description="next_cursor of the previous page."
@@ -417,8 +438,13 @@ def _router(runtime: Runtime) -> APIRouter:
             except CursorError as exc:
                 raise ApiError(422, "invalid_parameter", f"query parameter cursor: {exc}") from None
         with read_session(runtime.engine) as session:
+            try:
+                where = [] if q is None else [search.text_condition(session=session, q=q)]
+            except search.SearchQueryError as exc:
+                raise ApiError(422, "invalid_parameter", f"query parameter q: {exc}") from None
             page = repo.answer_page(
                 session=session,
+                where=where,
                 patient_id=patient_id,
                 model=model,
                 since=_when(since, "since"),
@@ -435,7 +461,7 @@ def _router(runtime: Runtime) -> APIRouter:
                 actor=caller.name,
                 action="list",
                 target_type="conversation",
-                detail={"via": "api", "answers": len(page)},
+                detail={"via": "api", "answers": len(page), "search": q is not None},
             )
         last = page[-1] if page else None
         return {

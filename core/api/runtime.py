@@ -10,6 +10,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from sqlalchemy.engine import Engine
 
+from core.api.limits import RateLimiter
 from core.config import Settings
 from core.storage.db import DatabaseError, alembic_config, check_connection, current_revision
 
@@ -65,6 +66,7 @@ class Runtime:
         self.settings = settings
         self.engine = engine
         self.metrics = Metrics()
+        self.limiter = RateLimiter(settings.api_rate_limit)
         from core.alerts import AlertMonitor
 
         # the alert rules, validated now (an invalid file stops start-up, naming rule and

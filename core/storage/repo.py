@@ -971,24 +971,6 @@ def list_audit_events(
     return list(session.execute(stmt).scalars())
 
 
-def recent_logins(
-    *, session: Session, target_id: str, since: datetime, limit: int = 64
-) -> list[tuple[str, datetime]]:
-    """The login outcomes (``login`` / ``login_failed``) recorded for one login key since
-    ``since``, newest first, as (action, when)."""
-    stmt = (
-        select(AuditEvent.action, AuditEvent.at)
-        .where(
-            AuditEvent.target_type == "login",
-            AuditEvent.target_id == target_id,
-            AuditEvent.at >= since,  # type: ignore[operator]
-        )
-        .order_by(AuditEvent.at.desc(), AuditEvent.id.desc())  # type: ignore[attr-defined]
-        .limit(limit)
-    )
-    return [(str(a), at) for a, at in session.execute(stmt)]
-
-
 def iter_export(
     *, session: Session, patient_id: str | None = None, since: datetime | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -1221,7 +1203,6 @@ def llm_usage(*, session: Session, since: datetime | None = None) -> dict[str, f
 
 
 __all__ = [
-    "recent_logins",
     "RecordExistsError",
     "VERDICTS",
     "ConversationBundle",
@@ -1600,11 +1581,13 @@ def answer_page(
     flagged: bool | None = None,
     after: tuple[datetime, str] | None = None,
     limit: int = 50,
+    where: Sequence[Any] = (),
 ) -> list[AnswerSummary]:
     """A page of answers, newest first, filtered and paged in SQL (keyset on timestamp and
     conversation id: ``after`` is the (timestamp, conversation id) of the previous page's last
-    answer). ``since`` is inclusive, ``until`` exclusive."""
-    conds: list[Any] = []
+    answer). ``since`` is inclusive, ``until`` exclusive; ``where``: further conditions on
+    ``conversation`` (a full-text search, :func:`core.storage.search.text_condition`)."""
+    conds: list[Any] = list(where)
     if patient_id is not None:
         conds.append(Conversation.patient_id == patient_id)
     if model is not None:

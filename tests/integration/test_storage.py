@@ -15,6 +15,7 @@ from sqlmodel import SQLModel
 
 from core.storage import models as m
 from core.storage import repo
+from core.storage.search import include_object
 from core.storage.db import (
     DatabaseError,
     check_connection,
@@ -81,7 +82,8 @@ def _bundle(
 
 def test_migrated_schema_equals_models(engine: Engine) -> None:
     with engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+        context = MigrationContext.configure(conn, opts={"include_object": include_object})
+        diff = compare_metadata(context, SQLModel.metadata)
     assert diff == []
     assert current_revision(engine) == _head()
 

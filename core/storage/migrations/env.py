@@ -7,6 +7,7 @@ from sqlmodel import SQLModel
 
 import core.storage.models  # noqa: F401  (registers the tables)
 from core.storage.db import make_engine
+from core.storage.search import include_object
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -18,6 +19,7 @@ def _run(connection: object) -> None:
         target_metadata=target_metadata,
         render_as_batch=True,
         compare_type=True,
+        include_object=include_object,
     )
     with context.begin_transaction():
         context.run_migrations()
