@@ -1261,3 +1261,38 @@ def change_alert(*, user: User | None, alert_id: int, state: str) -> None:
     for fn in (_alerts, _alert_counts):
         fn.clear()
     log.info("alert %d %s", alert_id, state)
+
+
+# --------------------------------------------------------------------------- ingestion queue
+
+
+def queue_status() -> dict[str, Any] | None:
+    """The ingestion queue as it is now (not cached): jobs by state and the dead-letter jobs,
+    newest first, without record text; None on SQLite, which has no queue."""
+    from core.storage import jobs as job_store
+
+    eng = engine()
+    if eng.dialect.name != "postgresql":
+        return None
+    with read_session(eng) as s:
+        depth = job_store.queue_depth(session=s)
+        dead = job_store.job_views(session=s, state="failed", limit=500)
+    return {"depth": depth, "dead": [j.to_dict() for j in dead]}
+
+
+def retry_job(*, user: User | None, job_id: int) -> None:
+    """Give a dead-letter job one more try (admins only), audited.
+
+    Raises:
+        PermissionError: the user is not an admin.
+        ValueError: no such job, or it is not in the dead-letter state.
+    """
+    from core.queue import JobNotRetryable, retry
+
+    require(user, "replace_record")
+    try:
+        retry(engine=engine(), ingest_id=job_id)
+    except (LookupError, JobNotRetryable) as exc:
+        raise ValueError(str(exc)) from None
+    audit(action="job_retry", target_type="ingest_job", target_id=str(job_id))
+    log.info("job %d queued again from the admin page", job_id)

@@ -60,3 +60,44 @@ st.download_button(
     key="admin_export",
     on_click="ignore",
 )
+
+st.subheader("Ingestion queue")
+queue = data.queue_status()
+if queue is None:
+    st.caption(
+        "This database is SQLite: answers are checked as they arrive. The queue and its "
+        "workers (`groundwatch worker`) need PostgreSQL."
+    )
+else:
+    for column, (state, count) in zip(
+        st.columns(len(queue["depth"])), queue["depth"].items(), strict=True
+    ):
+        column.metric(state, f"{count:,}")
+    dead = queue["dead"]
+    if not dead:
+        st.caption("No job in the dead-letter state.")
+    else:
+        st.dataframe(
+            [
+                {
+                    "job": j["id"],
+                    "record": j["record_id"],
+                    "attempts": j["attempts"],
+                    "error": (j["error"] or {}).get("class"),
+                    "message": (j["error"] or {}).get("message"),
+                    "sent by": j["submitted_by"],
+                    "queued at": j["created_at"],
+                }
+                for j in dead
+            ],
+            hide_index=True,
+            key="admin_dead_letter",
+        )
+        pick = st.selectbox("Dead-letter job", [j["id"] for j in dead], key="admin_dead_pick")
+        if st.button("Retry this job", key="admin_dead_retry"):
+            try:
+                data.retry_job(user=user, job_id=int(pick))
+            except (PermissionError, ValueError) as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"Job {pick} is queued again for one more try.")
