@@ -141,7 +141,7 @@ class Settings(BaseSettings):
         default=10_000_000, ge=1_000, description="Largest request body the API reads (else 413)."
     )
     api_rate_limit: int = Field(
-        default=600,
+        default=6000,
         ge=0,
         le=1_000_000,
         description="Requests per minute per API key, in each API process (else 429); 0: off.",

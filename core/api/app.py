@@ -421,7 +421,7 @@ def _router(runtime: Runtime) -> APIRouter:
             None,
             min_length=1,
             max_length=search.MAX_QUERY_CHARS,
-            description="Full-text search of query and answer: words, \"phrases\", or, -word.",
+            description='Full-text search of query and answer: words, "phrases", or, -word.',
         ),
         limit: int = Query(50, ge=1, le=MAX_PAGE),
         cursor: str | None = Query(

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
@@ -109,7 +110,7 @@ def record_login_failure(
                 updated_at=at,
             )
         )
-        if locked.rowcount:
+        if cast("CursorResult[Any]", locked).rowcount:
             record_audit(
                 session=session,
                 actor=actor,

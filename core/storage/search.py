@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy import func, literal_column, select, text
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from core.storage.models import Conversation
 
@@ -130,7 +130,7 @@ def text_condition(*, session: Session, q: str) -> Any:
             func.websearch_to_tsquery(literal_column(f"'{PG_CONFIG}'"), q)
         )
     matching = text(f"SELECT conversation_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :gw_fts")
-    return Conversation.id.in_(  # type: ignore[union-attr]
+    return col(Conversation.id).in_(
         matching.bindparams(gw_fts=fts5_query(terms)).columns(literal_column("conversation_id"))
     )
 
@@ -181,9 +181,9 @@ def patient_queries(*, session: Session, patient_id: str, limit: int) -> list[Pa
     ``limit`` (served by the (patient, time) index)."""
     c = Conversation
     stmt = (
-        select(c.id, c.external_id, c.query_timestamp, c.query)
-        .where(c.patient_id == patient_id, c.query.is_not(None))  # type: ignore[union-attr]
-        .order_by(c.query_timestamp.desc(), c.id.desc())  # type: ignore[attr-defined]
+        select(col(c.id), col(c.external_id), col(c.query_timestamp), col(c.query))
+        .where(col(c.patient_id) == patient_id, col(c.query).is_not(None))
+        .order_by(col(c.query_timestamp).desc(), col(c.id).desc())
         .limit(limit)
     )
     return [PastQuery(str(r[0]), str(r[1]), r[2], str(r[3])) for r in session.execute(stmt)]
