@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 Auto = Literal["auto"]
 StoreStatus = repo.StoreStatus
+# a report's store status: what storing did, or ``not_stored`` (checked only: re-scoring)
+ReportStatus = Literal["imported", "updated", "unchanged", "not_stored"]
 # A batch whose insert meets a record a concurrent writer just stored is read and stored again.
 STORE_ATTEMPTS = 3
 
@@ -50,7 +52,7 @@ class QualityReport:
 
     external_id: str
     conversation_id: str
-    store_status: StoreStatus
+    store_status: ReportStatus
     metrics: Any
     risk: Any
     warnings: tuple[str, ...]
@@ -361,6 +363,33 @@ class QualityPipeline:
         log.info("pipeline stored %d records, %d unchanged", len(reports), len(unchanged))
         if self.alerts is not None:  # committed: the rules read what was stored
             self.alerts.after_store([r.conversation_id for r in reports])
+        return [by_id[r.id] for r in records]
+
+    def check_many(self, records: Sequence[ConversationRecord]) -> list[QualityReport]:
+        """Run the enabled checks on records and store NOTHING (re-scoring, :mod:`core.rescore`).
+
+        Each record is checked as :meth:`process_many` would check it now, stored or not:
+        consistency against the patient's stored answers (its own stored version left out,
+        the batch's earlier records in), the same thresholds. Reports carry ``store_status``
+        ``not_stored``, in the order of ``records``.
+        """
+        ordered = sorted(records, key=lambda r: r.when)
+        works = [Work(record=r, started=time.perf_counter()) for r in ordered]
+        sampled = [w for w in works if self._sampled(w)]
+        for stage in self.stages:
+            stage.run(self, sampled)
+        timelines: dict[str, list[Any]] = {}
+        with read_session(self.engine) as session:
+            bar = thresholds.review_threshold(session=session)
+            fields = [self._finish(session, w, timelines, bar)[1] for w in works]
+        by_id = {
+            f["external_id"]: QualityReport(
+                conversation_id=repo.conversation_id_for(f["external_id"]),
+                store_status="not_stored",
+                **f,
+            )
+            for f in fields
+        }
         return [by_id[r.id] for r in records]
 
     def _sampled(self, w: Work) -> bool:

@@ -34,6 +34,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "purge",
     "doctor",
     "api",
+    "rescore",
     "queue",
     "alerts",
 )

@@ -546,6 +546,80 @@ class SettingChange(SQLModel, table=True):
     changed_at: datetime = _ts(index=True)
 
 
+class RescoreRun(SQLModel, table=True):
+    """One re-scoring of stored answers (or of record files) by one verifier version: which
+    version, with which settings, over which answers, when, and how many changed flag.
+
+    The counts are those of its :class:`RescoreResult` rows, written when the run finishes;
+    a run killed half-way stays ``running`` until it is resumed under the same id.
+    """
+
+    __tablename__ = "rescore_run"
+
+    id: str = Field(sa_column=Column(String(64), primary_key=True))
+    # the learned verifier's version and a prefix of its weights' SHA-256 ("rules" when off)
+    verifier_version: str = Field(sa_column=Column(String(100), nullable=False))
+    settings_hash: str = Field(sa_column=Column(String(64), nullable=False))
+    source: str = Field(sa_column=Column(String(10), nullable=False))  # stored | files
+    # the selection: since, until, model, patient, only_flagged, files, cutoff (opaque ids)
+    filters: Any = Field(default=None, sa_column=Column(JSONType))
+    status: str = Field(sa_column=Column(String(20), nullable=False))  # running | finished
+    started_at: datetime = _ts(index=True)
+    finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    selected: int = 0
+    checked: int = 0
+    failed: int = 0
+    newly_flagged: int = 0
+    cleared: int = 0
+
+
+class RescoreResult(SQLModel, table=True):
+    """One answer's scores before (as stored) and after a re-scoring run; at most one row per
+    run and answer, so a resumed run writes nothing twice. No text: ids, flags and scores.
+
+    ``change``: ``flagged`` (newly flagged), ``cleared``, ``same``, ``new`` (no stored answer
+    to compare with, e.g. a record from a file) or ``failed`` (the checks could not run;
+    ``reason`` names the error type).
+    """
+
+    __tablename__ = "rescore_result"
+    __table_args__ = (
+        UniqueConstraint("run_id", "conversation_id", name="uq_rescore_result_run_conversation"),
+        Index("idx_rescore_result_run_change", "run_id", "change"),
+        *_score_check(
+            "rescore_result",
+            "old_grounding",
+            "new_grounding",
+            "old_risk",
+            "new_risk",
+            "old_quality",
+            "new_quality",
+        ),
+    )
+
+    id: int | None = _pk()
+    run_id: str = Field(
+        sa_column=Column(
+            String(64), ForeignKey("rescore_run.id", ondelete="CASCADE"), nullable=False
+        )
+    )
+    # not a foreign key: a record re-scored from a file need not be stored
+    conversation_id: str = Field(sa_column=Column(String(64), nullable=False, index=True))
+    change: str = Field(sa_column=Column(String(10), nullable=False))
+    old_flagged: bool | None = None
+    new_flagged: bool | None = None
+    old_grounding: float | None = None
+    new_grounding: float | None = None
+    old_risk: float | None = None
+    new_risk: float | None = None
+    old_quality: float | None = None
+    new_quality: float | None = None
+    old_flagged_statements: int | None = None
+    new_flagged_statements: int | None = None
+    reason: str | None = Field(default=None, sa_column=Column(String(200)))
+    checked_at: datetime = _ts()
+
+
 ALL_TABLES = [
     m.__table__
     for m in (  # type: ignore[attr-defined]
@@ -565,6 +639,8 @@ ALL_TABLES = [
         LLMCall,
         EmbeddingCache,
         ApiKey,
+        RescoreRun,
+        RescoreResult,
         SettingChange,
     )
 ]
