@@ -60,9 +60,12 @@ def _merge_ids(old: Sequence[str] | None, new: Sequence[str]) -> list[str]:
 
 
 def _open_firing(session: Session, key: str) -> AlertFiring | None:
-    stmt = select(AlertFiring).where(
-        AlertFiring.condition_key == key,
-        AlertFiring.state != "resolved",
+    """The open or acknowledged firing of ``key``, locked until the transaction ends (two
+    writers adding to it one after the other, never over each other)."""
+    stmt = (
+        select(AlertFiring)
+        .where(AlertFiring.condition_key == key, AlertFiring.state != "resolved")
+        .with_for_update()
     )
     return session.execute(stmt).scalars().first()
 

@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -373,6 +374,35 @@ def test_calibration_drift_fires_on_the_recent_verdicts(
     assert again.opened == ()
     assert opened[0].id in again.updated
     assert len(receiver.requests) == sent
+
+
+def test_concurrent_evaluations_open_one_alert_per_condition(engine: Engine) -> None:
+    """Eight writers fire the same condition at once: one alert, eight occurrences (the
+    partial unique index and the retry in ``fire``), every answer kept."""
+    n = 8
+    barrier = threading.Barrier(n)
+
+    def work(i: int) -> bool:
+        barrier.wait()
+        with write_session(engine) as s:
+            _, new = store.fire(
+                session=s,
+                firing_in=store.FiringIn(
+                    rule="r",
+                    kind="contradiction",
+                    condition_key="r|patient:p-9",
+                    patient_id="p-9",
+                    conversation_ids=(f"c-{i}",),
+                ),
+            )
+        return new
+
+    with ThreadPoolExecutor(n) as pool:
+        news = list(pool.map(work, range(n)))
+    assert sum(news) == 1
+    (row,) = firings(engine)["r|patient:p-9"]
+    assert row.occurrences == n
+    assert sorted(row.conversation_ids) == sorted(f"c-{i}" for i in range(n))
 
 
 # --------------------------------------------------------------------------- the API
