@@ -338,6 +338,8 @@ NOT_PATIENT_TEXT = {
     "review": {"conversation_id", "reviewer", "verdict"},
     # an API key's name (who uses it), the SHA-256 of its token and its scopes
     "api_key": {"name", "token_hash", "scopes"},
+    # a 12-char hash of a user name typed at the dashboard's login (never the name itself)
+    "login_lock": {"login_key"},
     # a queued answer: ids, the 12-char hash of its record, the key that sent it, the outcome,
     # and its last error (class and a message written without record text, core.queue)
     "ingest_job": {
