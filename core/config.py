@@ -140,6 +140,15 @@ class Settings(BaseSettings):
     api_max_body_bytes: int = Field(
         default=10_000_000, ge=1_000, description="Largest request body the API reads (else 413)."
     )
+    otlp_patient_attribute: str = Field(
+        default="groundwatch.patient_id",
+        min_length=1,
+        max_length=200,
+        description=(
+            "Span or resource attribute POST /v1/traces takes the patient id from (never guessed"
+            " from session or user ids); LLM spans without it are rejected."
+        ),
+    )
     api_rate_limit: int = Field(
         default=6000,
         ge=0,

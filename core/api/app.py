@@ -39,6 +39,7 @@ from core.api.errors import (
 from core.api.jobs import jobs_router, queue_answer, require_queue
 from core.api.keys import Caller, Scope, parse_scopes, token_hash
 from core.api.limits import retry_after
+from core.api.otlp import otlp_router
 from core.api.read_routes import read_router
 from core.api.runtime import Runtime
 from core.api.views import CursorError, answer_view, decode_cursor, encode_cursor, summary_view
@@ -90,6 +91,9 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.include_router(_router(runtime))
     app.include_router(jobs_router(runtime, _auth))
     app.include_router(read_router(runtime, auth=_auth))
+    app.include_router(
+        otlp_router(runtime, caller=Depends(_auth(runtime, "ingest")), ingest=_ingest)
+    )
 
     _docs(app)
 
