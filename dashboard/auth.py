@@ -50,6 +50,7 @@ PAGE_ACTIONS: dict[str, Action] = {
     "report": "view_text",
     "patients": "view_text",
     "alerts": "view_text",
+    "rescore": "view_aggregates",
     "admin": "view_audit",
 }
 

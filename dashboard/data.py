@@ -1296,3 +1296,64 @@ def retry_job(*, user: User | None, job_id: int) -> None:
         raise ValueError(str(exc)) from None
     audit(action="job_retry", target_type="ingest_job", target_id=str(job_id))
     log.info("job %d queued again from the admin page", job_id)
+
+
+# --------------------------------------------------------------------------- re-scoring runs
+
+
+def _run_row(r: Any) -> dict[str, Any]:
+    return {
+        "run": r.id,
+        "status": r.status,
+        "verifier": r.verifier_version,
+        "settings": r.settings_hash,
+        "source": r.source,
+        "started": r.started_at,
+        "finished": r.finished_at,
+        "selected": r.selected,
+        "checked": r.checked,
+        "newly_flagged": r.newly_flagged,
+        "cleared": r.cleared,
+        "failed": r.failed,
+    }
+
+
+@st.cache_data(ttl=TTL, max_entries=16, show_spinner=False)
+def _rescore_runs(url: str) -> list[dict[str, Any]]:
+    from core.storage import rescore as rescore_store
+
+    with read_session(_engine(url)) as s:
+        return [_run_row(r) for r in rescore_store.list_runs(session=s)]
+
+
+def rescore_runs() -> list[dict[str, Any]]:
+    """Re-scoring runs (``groundwatch rescore``), newest first: version, when, counts."""
+    return _rescore_runs(database_url())
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def _rescore_report(url: str, run_id: str) -> dict[str, Any] | None:
+    from core.rescore import RescoreError, stored_report
+
+    try:
+        return stored_report(engine=_engine(url), run_id=run_id).to_dict()
+    except RescoreError:
+        return None
+
+
+def rescore_report(run_id: str) -> dict[str, Any] | None:
+    """One run's report (counts by change, the largest changes by conversation id), or None."""
+    return _rescore_report(database_url(), run_id)
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def _rescore_compare(url: str, run_a: str, run_b: str) -> dict[str, Any]:
+    from core.storage import rescore as rescore_store
+
+    with read_session(_engine(url)) as s:
+        return asdict(rescore_store.compare_runs(session=s, run_a=run_a, run_b=run_b))
+
+
+def rescore_compare(run_a: str, run_b: str) -> dict[str, Any]:
+    """Two runs' new flags over the answers both checked: counts and the largest changes."""
+    return _rescore_compare(database_url(), run_a, run_b)

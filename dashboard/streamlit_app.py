@@ -52,6 +52,12 @@ def _pages() -> dict[str, Any]:
             icon=":material/notifications_active:",
             url_path="alerts",
         ),
+        "rescore": st.Page(
+            PAGES / "rescore.py",
+            title="Re-scoring",
+            icon=":material/published_with_changes:",
+            url_path="rescore",
+        ),
         "admin": st.Page(
             PAGES / "admin.py",
             title="Admin",

@@ -24,7 +24,17 @@ from tests.app.seed import APP, DAYS, END, PASSWORD, Seeded, login
 
 PAGES_DIR = Path(APP).parent / "app_pages"
 RECORD_TEXT = ("lisinopril", "metformin", "gabapentin", "Visit note", "penicillin")
-PAGES = ("overview", "review", "report", "upload", "calibration", "patients", "alerts", "admin")
+PAGES = (
+    "overview",
+    "review",
+    "report",
+    "upload",
+    "calibration",
+    "patients",
+    "alerts",
+    "rescore",
+    "admin",
+)
 SEED_DAYS = (END - timedelta(days=DAYS - 1), END)
 
 

@@ -185,6 +185,7 @@ def test_every_page_renders(server: str, page: object) -> None:
         ("upload", "Upload", "paste a transcript to begin"),
         ("calibration", "Calibration", "Threshold explorer"),
         ("patients", "Patients", "Entity timeline"),
+        ("rescore", "Re-scoring", "No re-scoring run yet"),
     ]
     for path, heading, text in pages:
         _open(page, f"{server}/{path}", heading)
