@@ -101,7 +101,14 @@ def _show(item: dict[str, Any]) -> None:
         ids = item["conversation_ids"]
         if ids:
             answers = data.alert_answers(tuple(ids))
-            newest = list(reversed(ids))
+            newest = sorted(
+                ids,
+                key=lambda cid: (
+                    cid in answers,
+                    answers[cid]["timestamp"] if cid in answers else "",
+                ),
+                reverse=True,
+            )
             st.markdown(f"**The answers behind it** ({len(ids)}, newest first)")
             for cid in newest[:SHOWN_ANSWERS]:
                 a = answers.get(cid)

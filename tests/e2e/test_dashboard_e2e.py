@@ -70,11 +70,18 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 180.
 
 @contextlib.contextmanager
 def serve_demo(
-    db: Path, *, patients: int, answers: int, days: int, extra: Path | None = None
+    db: Path,
+    *,
+    patients: int,
+    answers: int,
+    days: int,
+    extra: Path | None = None,
+    settings: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """`groundwatch demo` into ``db`` (then ``extra`` imported, when given) and `groundwatch
-    serve` on a free port; yields the dashboard's URL and stops the server."""
-    env = {**os.environ, "GROUNDWATCH_DATABASE_URL": f"sqlite:///{db}"}
+    serve` on a free port, both with the ``GROUNDWATCH_*`` ``settings`` given; yields the
+    dashboard's URL and stops the server."""
+    env = {**os.environ, "GROUNDWATCH_DATABASE_URL": f"sqlite:///{db}", **(settings or {})}
     env.pop("GROUNDWATCH_LLM_BASE_URL", None)
     sizes = ["--patients", str(patients), "--answers", str(answers), "--days", str(days)]
     demo = subprocess.run(
@@ -185,6 +192,7 @@ def test_every_page_renders(server: str, page: object) -> None:
         ("upload", "Upload", "paste a transcript to begin"),
         ("calibration", "Calibration", "Threshold explorer"),
         ("patients", "Patients", "Entity timeline"),
+        ("alerts", "Alerts", "Acknowledged"),
         ("rescore", "Re-scoring", "No re-scoring run yet"),
     ]
     for path, heading, text in pages:
