@@ -3,9 +3,13 @@ FTS5 form, the token bucket on a test clock, the growth of the lock."""
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from core.api.limits import RateLimiter, retry_after
+from core.api.read_routes import QueueKind, QueueSeverity
+from core.severity import KINDS, SEVERITIES, UNCLASSIFIED
 from core.storage.logins import LOCK_BASE_S, MAX_LOCK_S, lock_seconds
 from core.storage.search import SearchQueryError, SearchTerms, fts5_query, parse_search
 
@@ -86,3 +90,8 @@ def test_each_lock_in_a_row_doubles_up_to_an_hour() -> None:
     assert [lock_seconds(n) for n in range(8)] == [60, 120, 240, 480, 960, 1920, 3600, 3600]
     assert lock_seconds(0) == LOCK_BASE_S
     assert lock_seconds(100) == MAX_LOCK_S
+
+
+def test_the_review_queue_filters_name_every_kind_and_severity() -> None:
+    assert set(get_args(QueueKind)) == {*KINDS, UNCLASSIFIED}
+    assert set(get_args(QueueSeverity)) == {*SEVERITIES, UNCLASSIFIED}
