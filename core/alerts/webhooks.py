@@ -9,11 +9,13 @@ A 2xx answer is ``delivered``; a 408, 425, 429, 5xx or a transport error is retr
 ``backoff_s * 2**(n-1)`` seconds (at most ``max_backoff_s``) until ``max_attempts``; any other
 answer (a 3xx or 4xx) fails at once. :class:`BackgroundSender` runs deliveries on one thread
 with a bounded queue, so the answer that fired never waits for a webhook; a delivery that
-does not fit in the queue is logged ``dropped``.
+does not fit in the queue, or is still waiting when the process ends (after up to
+:data:`EXIT_WAIT_S` seconds), is logged ``dropped``.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import hmac
 import json
@@ -39,6 +41,8 @@ log = logging.getLogger("core.alerts")
 SIGNATURE_HEADER = "X-Groundwatch-Signature"
 RETRY_STATUSES = frozenset({408, 425, 429})
 QUEUE_SIZE = 1000
+# how long a process that ends waits for queued deliveries
+EXIT_WAIT_S = 30.0
 
 OnAttempt = Callable[[str, str], None]  # (webhook name, outcome)
 
@@ -213,11 +217,17 @@ class BackgroundSender:
     def __init__(self, sender: WebhookSender, *, maxsize: int = QUEUE_SIZE) -> None:
         self.sender = sender
         self._queue: queue.Queue[Delivery | None] = queue.Queue(maxsize=maxsize)
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name="groundwatch-webhooks", daemon=True)
         self._thread.start()
+        # a process that ends (a command, a server stopping) lets queued deliveries finish
+        atexit.register(self.close, EXIT_WAIT_S)
 
     def submit(self, delivery: Delivery) -> None:
         """Queue a delivery (returns at once)."""
+        if self._closed:
+            self.sender.drop(delivery, "Shutdown")
+            return
         try:
             self._queue.put_nowait(delivery)
         except queue.Full:
@@ -235,10 +245,6 @@ class BackgroundSender:
             finally:
                 self._queue.task_done()
 
-    def pending(self) -> int:
-        """Deliveries waiting or in progress."""
-        return self._queue.unfinished_tasks
-
     def wait(self, timeout: float) -> bool:
         """Wait until the queue is empty; whether it emptied within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
@@ -249,12 +255,21 @@ class BackgroundSender:
         return True
 
     def close(self, timeout: float = 5.0) -> None:
-        """Let queued deliveries finish for up to ``timeout`` seconds, then stop the thread."""
-        self.wait(timeout)
-        try:
-            self._queue.put_nowait(None)
-        except queue.Full:
+        """Let queued deliveries finish for up to ``timeout`` seconds, then stop the thread;
+        those still waiting are logged ``dropped`` (error class ``Shutdown``)."""
+        if self._closed:
             return
+        self._closed = True
+        self.wait(timeout)
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                self.sender.drop(item, "Shutdown")
+            self._queue.task_done()
+        self._queue.put(None)
 
 
 __all__ = [

@@ -33,7 +33,14 @@ from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
 from core.alerts import AlertMonitor, AlertRulesError, load_config
-from core.alerts.webhooks import SIGNATURE_HEADER, verify
+from core.alerts.rules import Webhook
+from core.alerts.webhooks import (
+    SIGNATURE_HEADER,
+    BackgroundSender,
+    Delivery,
+    WebhookSender,
+    verify,
+)
 from core.config import load_settings, reset_settings_cache
 from core.pipeline import QualityPipeline
 from core.records import parse_record
@@ -403,6 +410,52 @@ def test_concurrent_evaluations_open_one_alert_per_condition(engine: Engine) -> 
     (row,) = firings(engine)["r|patient:p-9"]
     assert row.occurrences == n
     assert sorted(row.conversation_ids) == sorted(f"c-{i}" for i in range(n))
+
+
+def test_a_delivery_that_cannot_wait_is_logged_dropped_never_lost(engine: Engine) -> None:
+    """The background queue is bounded: a delivery that does not fit, or still waits when the
+    sender closes, is logged ``dropped`` with the reason's class."""
+    release = threading.Event()
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            release.wait(30)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    hook = Webhook(name="slow", url=f"http://127.0.0.1:{server.server_address[1]}/", secret=SECRET)
+    with write_session(engine) as s:
+        firing, _ = store.fire(
+            session=s, firing_in=store.FiringIn(rule="r", kind="contradiction", condition_key="r|x")
+        )
+    fid = int(firing.id or 0)
+    sender = BackgroundSender(WebhookSender(engine=engine, secrets={"slow": SECRET}), maxsize=1)
+    try:
+        sender.submit(Delivery(fid, b"{}", (hook,)))  # taken by the thread, held by the server
+        deadline = time.monotonic() + 10
+        while sender._queue.qsize():  # wait until the thread holds the first one
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        sender.submit(Delivery(fid, b"{}", (hook,)))  # waits in the queue
+        sender.submit(Delivery(fid, b"{}", (hook,)))  # does not fit
+        sender.close(timeout=0.2)  # the waiting one never leaves
+    finally:
+        release.set()
+        sender.wait(10)  # the held one finishes
+        server.shutdown()
+        server.server_close()
+    with read_session(engine) as s:
+        rows = store.list_deliveries(session=s, firing_id=fid)
+    dropped = sorted(r.error_class or "" for r in rows if r.outcome == "dropped")
+    assert dropped == ["QueueFull", "Shutdown"]
+    assert [(r.attempt, r.status_code) for r in rows if r.outcome == "delivered"] == [(1, 200)]
 
 
 # --------------------------------------------------------------------------- the API
