@@ -205,3 +205,79 @@ def test_rescore_killed_half_way_resumes_and_matches_a_direct_run(
         assert now == old
         leftover = session.execute(text("SELECT count(*) FROM rescore_run")).scalar_one()
         assert leftover == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_rescore_on_postgresql_filters_files_and_comparison(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """On PostgreSQL, in this process: a filtered run, the same run id again (nothing left,
+    nothing written twice), a run over a JSONL and a Parquet file (records stored before and
+    new ones), and the two runs compared."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from core.rescore import RescoreError, Selection, rescore
+
+    raw = small_records(120, seed=5, patients=10)
+    QualityPipeline(
+        settings=load_settings(database_url=db_url, **STORED_WITH), engine=engine
+    ).process_many([parse_record(r, max_text_chars=10_000) for r in raw[:100]])
+    settings = load_settings(database_url=db_url, **RESCORED_WITH)
+    by_model = Selection(model="model-a")
+    first = rescore(
+        settings=settings,
+        engine=engine,
+        run_id="pg-a",
+        selection=by_model,
+        actors=1,
+        num_cpus=2,
+        batch_size=10,
+        write_every=20,
+    )
+    assert (first.status, first.selected, first.summary.checked) == ("finished", 50, 50)
+    assert first.summary.failed == 0
+    # the same answers checked directly: the same flags
+    pipeline = QualityPipeline(settings=settings, engine=engine)
+    model_a = [parse_record(r, max_text_chars=10_000) for r in raw[:100] if r["model"] == "model-a"]
+    direct = {
+        conversation_id_for(r.external_id): r.is_flagged for r in pipeline.check_many(model_a)
+    }
+    with read_session(engine) as session:
+        stored = {
+            r.conversation_id: r.new_flagged
+            for r in store.run_results(session=session, run_id="pg-a")
+        }
+    assert stored == direct
+    # the same run id again: nothing left to check, nothing written twice
+    again = rescore(settings=settings, engine=engine, run_id="pg-a", selection=by_model)
+    assert (again.resumed, again.summary.checked) == (50, 50)
+    assert again.summary == first.summary
+    with pytest.raises(RescoreError, match="another selection"):
+        rescore(settings=settings, engine=engine, run_id="pg-a", selection=Selection())
+    with pytest.raises(RescoreError, match="was made by verifier"):
+        rescore(settings=load_settings(database_url=db_url), engine=engine, run_id="pg-a")
+
+    # files: 30 stored records and 10 new ones in JSONL, 10 stored ones in Parquet
+    jsonl = tmp_path / "records.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in [*raw[:30], *raw[100:110]]) + "\n")
+    parquet = tmp_path / "records.parquet"
+    pq.write_table(pa.Table.from_pylist(raw[30:40]), parquet)
+    files = rescore(
+        settings=settings,
+        engine=engine,
+        run_id="pg-files",
+        selection=Selection(files=(str(jsonl), str(parquet))),
+        actors=1,
+        num_cpus=2,
+    )
+    s = files.summary
+    assert (files.selected, s.checked, s.new, s.failed) == (50, 50, 10, 0)
+    assert s.newly_flagged + s.cleared + s.same == 40
+    with read_session(engine) as session:
+        cmp = store.compare_runs(session=session, run_a="pg-a", run_b="pg-files")
+        in_files = {conversation_id_for(r["id"]) for r in raw[:40]}
+        expected = len(in_files & set(stored))
+    assert cmp.both == expected  # model-a answers among the first 40 records
+    assert cmp.flagged_in_a_only == cmp.flagged_in_b_only == 0  # same verifier, same flags
