@@ -366,6 +366,11 @@ NOT_PATIENT_TEXT = {
     },
     # a delivery attempt: the webhook's name, the error's class, the outcome
     "alert_delivery": {"webhook", "error_class", "outcome"},
+    # a re-scoring run: its id, the verifier's version and settings hash, the selection (dates,
+    # model, patient id, file paths), its state; each result: ids, the change, and why the
+    # checks could not run (an error type or a fixed sentence, core.rescore)
+    "rescore_run": {"id", "verifier_version", "settings_hash", "source", "filters", "status"},
+    "rescore_result": {"run_id", "conversation_id", "change", "reason"},
 }
 
 
