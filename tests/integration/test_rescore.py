@@ -140,13 +140,18 @@ def test_rescore_killed_half_way_resumes_and_matches_a_direct_run(
     # started again: only what was left is checked, nothing is written twice
     done = subprocess.run(
         _cli(sqlite_url, "--resume", run_id, "--num-cpus", "2", "--json"),
-        env=_env(sqlite_url),
+        env={**_env(sqlite_url), "GROUNDWATCH_LOG_LEVEL": "DEBUG"},
         capture_output=True,
         timeout=900,
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     report = json.loads(done.stdout)
+    # the log says what happened in ids and counts, never the records' words
+    output = done.stdout.decode() + done.stderr.decode()
+    assert f"rescore run {run_id}: {ANSWERS} answers selected, {before} done before" in output
+    for word in (*_SYMPTOMS, *(drug for drug, _ in _DRUGS)):
+        assert word not in output.lower(), word
     assert report["status"] == "finished"
     assert report["selected"] == ANSWERS
     assert report["resumed"] == before
