@@ -245,25 +245,29 @@ def _store(
     records: list[ConversationRecord],
     rejected: list[Rejected],
 ) -> None:
-    """All records in one transaction; when one is stored already with other content, each
-    on its own so that the others still land and the conflicting ones are counted."""
-    if not records:
-        return
-    try:
-        ingest(runtime, records, caller)
-        return
-    except ApiError as exc:
-        if exc.status != 409:
-            raise
-    for record in records if len(records) > 1 else ():
+    """The records in time order, up to ``GROUNDWATCH_API_MAX_BATCH`` per transaction; when
+    one of a group is stored already with other content, the group's records one by one, so
+    that the others still land and the conflicting ones are counted."""
+    ordered = sorted(records, key=lambda r: r.when)
+    size = runtime.settings.api_max_batch
+    for start in range(0, len(ordered), size):
+        group = ordered[start : start + size]
         try:
-            ingest(runtime, [record], caller)
+            ingest(runtime, group, caller)
+            continue
         except ApiError as exc:
             if exc.status != 409:
                 raise
+        if len(group) == 1:
             rejected.append(Rejected("conflict"))
-    if len(records) == 1:
-        rejected.append(Rejected("conflict"))
+            continue
+        for record in group:
+            try:
+                ingest(runtime, [record], caller)
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise
+                rejected.append(Rejected("conflict"))
 
 
 # ----------------------------------------------------------------------------- answers

@@ -45,6 +45,7 @@ pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]
 
 SENTINEL = "Zebrafinch-Quokka-7731"  # patient text that must never reach a log or response
 MAX_BODY = 200_000
+MAX_BATCH = 2
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 JSON = {"Content-Type": "application/json"}
 NOTE = "Metformin 500 mg twice daily. Lisinopril 10 mg daily."
@@ -55,7 +56,10 @@ ANSWER = "She takes metformin 500 mg twice daily. She had an MRI of the left kne
 def api(engine: Engine, db_url: str) -> Iterator[Server]:
     """A real uvicorn server on a free port over the fresh, migrated database, ready."""
     settings = load_settings(
-        database_url=db_url, learned_verifier=False, api_max_body_bytes=MAX_BODY
+        database_url=db_url,
+        learned_verifier=False,
+        api_max_body_bytes=MAX_BODY,
+        api_max_batch=MAX_BATCH,  # exports of more LLM spans are stored in several groups
     )
     keys = {
         "ingester": _key(engine, "ingester", ["ingest"]),
