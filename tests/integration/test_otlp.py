@@ -29,7 +29,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExportResult,
+)
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import format_span_id, format_trace_id
 from sqlalchemy import select
@@ -322,6 +326,44 @@ def test_openinference_spans_from_the_sdk_exporter_are_checked_and_stored_once(
     )
     assert "POST /v1/traces 200" in logged
     assert SENTINEL not in logged
+
+
+def test_an_application_traced_as_the_readme_shows_is_checked(api: Server) -> None:
+    """The README's set-up: a BatchSpanProcessor with the OTLP/HTTP exporter (API key header,
+    gzip), the patient id on the application's own root span only, and OpenInference spans
+    beneath it: flushed, checked and stored under the root span's patient."""
+    provider = TracerProvider()
+    provider.add_span_processor(
+        BatchSpanProcessor(
+            OTLPSpanExporter(
+                endpoint=f"{api.base_url}/v1/traces",
+                headers={"Authorization": f"Bearer {api.keys['ingester']}"},
+                compression=Compression.Gzip,
+            )
+        )
+    )
+    tracer = provider.get_tracer("clinic-app")
+    with tracer.start_as_current_span("answer", attributes={"groundwatch.patient_id": "p-7"}):
+        with tracer.start_as_current_span(
+            "llm",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "clinic-llm-v3",
+                "input.value": "Any allergies?",
+                "output.value": "She is allergic to penicillin.",
+            },
+        ) as llm:
+            record_id = _llm_id(llm)
+    assert provider.force_flush(timeout_millis=120_000)
+    provider.shutdown()
+    got = answer(api, record_id)
+    assert (got["patient_id"], got["query"], got["answer"], got["model"]) == (
+        "p-7",
+        "Any allergies?",
+        "She is allergic to penicillin.",
+        "clinic-llm-v3",
+    )
+    assert api.count() == 1
 
 
 def test_genai_spans_are_read_from_attributes_and_events_gzip(api: Server) -> None:
