@@ -261,16 +261,20 @@ def rescore(
         raise RescoreError(
             "run id: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
+
+    def read_files(paths: Sequence[str]) -> dict[str, str]:
+        return read_record_files(
+            paths, max_bytes=settings.max_input_bytes, max_text_chars=settings.max_transcript_chars
+        )
+
+    # files are read and validated before a run is recorded: a bad file records nothing
+    records = read_files(selection.files) if selection is not None and selection.files else None
     selection, started = _open_run(
         engine=engine, settings=settings, run_id=run_id, selection=selection, resume=resume
     )
-    records: dict[str, str] | None = None
     if selection.files:
-        records = read_record_files(
-            selection.files,
-            max_bytes=settings.max_input_bytes,
-            max_text_chars=settings.max_transcript_chars,
-        )
+        if records is None:  # resumed: the run's own files
+            records = read_files(selection.files)
         ids = list(records)
     else:
         with read_session(engine) as session:

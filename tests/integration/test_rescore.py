@@ -30,7 +30,7 @@ from core.pipeline import QualityPipeline
 from core.records import parse_record
 from core.rescore import result_row, stored_report, summarise
 from core.storage import rescore as store
-from core.storage.db import read_session
+from core.storage.db import get_engine, read_session
 from core.storage.models import Conversation, RescoreResult
 from core.storage.repo import conversation_id_for
 
@@ -97,7 +97,7 @@ def _env(db_url: str) -> dict[str, str]:
 def test_rescore_killed_half_way_resumes_and_matches_a_direct_run(
     sqlite_url: str, tmp_path: Path
 ) -> None:
-    from core.storage.db import get_engine, upgrade_to_head
+    from core.storage.db import upgrade_to_head
 
     upgrade_to_head(sqlite_url)
     engine = get_engine(sqlite_url)
@@ -286,3 +286,47 @@ def test_rescore_on_postgresql_filters_files_and_comparison(
         expected = len(in_files & set(stored))
     assert cmp.both == expected  # model-a answers among the first 40 records
     assert cmp.flagged_in_a_only == cmp.flagged_in_b_only == 0  # same verifier, same flags
+
+
+def test_rescore_command_errors_name_the_problem_and_start_nothing(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bad input is refused before Ray starts: a file's invalid line (named, without its
+    text), an unknown run, filters given with --resume, a malformed run id."""
+    from typer.testing import CliRunner
+
+    from core.cli import app
+    from core.config import reset_settings_cache
+
+    monkeypatch.setenv("GROUNDWATCH_DATABASE_URL", sqlite_url)
+    reset_settings_cache()
+    bad = tmp_path / "bad.jsonl"
+    record = small_records(1)[0]
+    bad.write_text(json.dumps(record) + "\n" + json.dumps({**record, "answer": ""}) + "\n")
+    runner = CliRunner()
+
+    out = runner.invoke(app, ["rescore", str(bad), "--json"])
+    assert out.exit_code == 2
+    error = json.loads(out.stdout)
+    assert error["error"] == "rescore"
+    assert "line 2" in error["message"]
+    assert "field answer" in error["message"]
+    assert record["query"] not in out.stdout
+
+    out = runner.invoke(app, ["rescore", "--report", "nope", "--json"])
+    assert out.exit_code == 1
+    assert "no re-scoring run 'nope'" in json.loads(out.stdout)["message"]
+
+    out = runner.invoke(app, ["rescore", "--resume", "nope", "--json"])
+    assert out.exit_code == 2
+    assert "no re-scoring run 'nope' to resume" in json.loads(out.stdout)["message"]
+
+    out = runner.invoke(app, ["rescore", "--resume", "nope", "--model", "m", "--json"])
+    assert out.exit_code == 1
+    assert "give no files or filters" in json.loads(out.stdout)["message"]
+
+    out = runner.invoke(app, ["rescore", "--run-id", "../x", "--json"])
+    assert out.exit_code == 2
+    assert "run id" in json.loads(out.stdout)["message"]
+    with read_session(get_engine(sqlite_url)) as session:
+        assert store.list_runs(session=session) == []  # nothing recorded for refused runs
