@@ -169,6 +169,12 @@ class Settings(BaseSettings):
         le=86_400.0,
         description="A job whose worker sent no heartbeat for this long is run again.",
     )
+    queue_worker_batch: int = Field(
+        default=16,
+        ge=1,
+        le=256,
+        description="Jobs a worker holds at once and checks as one batch (models run batched).",
+    )
 
     @field_validator("database_url")
     @classmethod

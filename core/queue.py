@@ -1,8 +1,10 @@
 """Queued ingestion on PostgreSQL: answers are accepted at once and checked by workers.
 
 ``enqueue`` stores each validated record (table ``ingest_job``) and its job in the queue in
-ONE transaction; ``run_worker`` is one worker process: it loads the models once, claims
-jobs, runs the pipeline and stores the result, idempotent on the record id as an import is.
+ONE transaction; ``run_worker`` is one worker process: it loads the models once, holds up
+to ``queue_worker_batch`` jobs at a time, checks their answers as one batch (the models run
+batched, many times faster than one answer at a time) and stores each result, idempotent on
+the record id as an import is.
 Any number of workers on any machine that reaches the database share the queue.
 
 The queue is procrastinate's (PostgreSQL only: jobs are rows claimed with ``FOR UPDATE SKIP
@@ -62,6 +64,10 @@ class JobNotRetryable(RuntimeError):
 
 class AnswerFailed(RuntimeError):
     """A try of a queued answer failed; the message carries no record text."""
+
+
+class _InvalidRecord(ValueError):
+    """The stored record no longer validates (the message names the field)."""
 
 
 def require_postgres(engine: Engine) -> None:
@@ -151,8 +157,16 @@ def retry(*, engine: Engine, ingest_id: int) -> None:
         JobNotRetryable: the job is not in the ``failed`` state.
     """
     require_postgres(engine)
+    from procrastinate.exceptions import ConnectorException
     from procrastinate.sql import queries
 
+    try:
+        _retry(engine, ingest_id, queries)
+    except ConnectorException:  # another admin retried it between our read and our write
+        raise JobNotRetryable(f"job {ingest_id} changed state meanwhile; look again") from None
+
+
+def _retry(engine: Engine, ingest_id: int, queries: Any) -> None:
     with write_session(engine) as session:
         views = jobs.job_views(session=session, ids=[ingest_id], limit=1)
         if not views:
@@ -190,10 +204,6 @@ def safe_error(exc: BaseException) -> tuple[str, str]:
     )
 
 
-class _InvalidRecord(ValueError):
-    """The stored record no longer validates (the message names the field)."""
-
-
 @dataclass(slots=True)
 class _Checker:
     """What one worker process holds: the pipeline (models loaded once) and the engine."""
@@ -202,33 +212,113 @@ class _Checker:
     engine: Engine
     pipeline: Any
 
-    def check(self, ingest_id: int) -> None:
+    def check_many(self, ingest_ids: Sequence[int]) -> list[BaseException | None]:
+        """Check and store the queued answers, as one batch when it can (the models run
+        batched): the error of each answer's try, or None when its result is stored.
+
+        A batch that fails as a whole (one record the pipeline cannot store fails the whole
+        transaction) is checked again one answer at a time, so only that answer fails.
+        """
+        errors: dict[int, BaseException | None] = {}
+        todo: list[tuple[int, ConversationRecord, bool]] = []
         with read_session(self.engine) as session:
-            row = jobs.ingest_job(session=session, ingest_id=ingest_id)
-        if row is None:
-            raise AnswerFailed(f"no queued answer with id {ingest_id}")
-        if row.finished_at is not None:  # stored by an earlier try of this job
-            return
-        try:
+            rows = {i: jobs.ingest_job(session=session, ingest_id=i) for i in ingest_ids}
+        for ingest_id, row in rows.items():
+            if row is None:
+                errors[ingest_id] = AnswerFailed(f"no queued answer with id {ingest_id}")
+            elif row.finished_at is not None:  # stored by an earlier try of this job
+                errors[ingest_id] = None
+            else:
+                try:
+                    record = parse_record(
+                        row.payload, max_text_chars=self.settings.max_transcript_chars
+                    )
+                except ValueError as exc:
+                    errors[ingest_id] = self._failed(ingest_id, _InvalidRecord(str(exc)))
+                else:
+                    todo.append((ingest_id, record, row.replace))
+        for group in _batches(todo):
             try:
-                record = parse_record(
-                    row.payload, max_text_chars=self.settings.max_transcript_chars
-                )
-            except ValueError as exc:
-                raise _InvalidRecord(str(exc)) from None
-            (report,) = self.pipeline.process_many([record], replace=row.replace)
-        except Exception as exc:
-            name, message = safe_error(exc)
-            with write_session(self.engine) as session:
-                jobs.fail_ingest_job(
-                    session=session, ingest_id=ingest_id, error_class=name, error_message=message
-                )
-            log.warning("queued answer %d failed: %s", ingest_id, name)
-            raise AnswerFailed(f"{name}: {message}") from None
+                self._store(group)
+            except Exception as exc:
+                if len(group) == 1:
+                    errors[group[0][0]] = self._failed(group[0][0], exc)
+                    continue
+                for item in group:  # find the one that fails; the others are stored
+                    try:
+                        self._store([item])
+                    except Exception as one:
+                        errors[item[0]] = self._failed(item[0], one)
+        return [errors.get(i) for i in ingest_ids]
+
+    def _store(self, group: Sequence[tuple[int, ConversationRecord, bool]]) -> None:
+        reports = self.pipeline.process_many([r for _, r, _ in group], replace=group[0][2])
         with write_session(self.engine) as session:
-            jobs.finish_ingest_job(
-                session=session, ingest_id=ingest_id, outcome=report.store_status
+            for (ingest_id, _, _), report in zip(group, reports, strict=True):
+                jobs.finish_ingest_job(
+                    session=session, ingest_id=ingest_id, outcome=report.store_status
+                )
+
+    def _failed(self, ingest_id: int, exc: BaseException) -> AnswerFailed:
+        name, message = safe_error(exc)
+        with write_session(self.engine) as session:
+            jobs.fail_ingest_job(
+                session=session, ingest_id=ingest_id, error_class=name, error_message=message
             )
+        log.warning("queued answer %d failed: %s", ingest_id, name)
+        return AnswerFailed(f"{name}: {message}")
+
+
+def _batches(
+    items: Sequence[tuple[int, ConversationRecord, bool]],
+) -> list[list[tuple[int, ConversationRecord, bool]]]:
+    """Groups that one ``process_many`` call takes: the same ``replace``, each record id once."""
+    groups: list[list[tuple[int, ConversationRecord, bool]]] = []
+    for item in items:
+        for group in groups:
+            if group[0][2] == item[2] and all(r.id != item[1].id for _, r, _ in group):
+                group.append(item)
+                break
+        else:
+            groups.append([item])
+    return groups
+
+
+class _Batcher:
+    """Gathers the jobs a worker holds (its procrastinate concurrency) into batches: each job
+    waits for its answer's outcome while one thread checks the batch."""
+
+    def __init__(self, checker: _Checker, *, size: int, window_s: float = 0.05) -> None:
+        self.checker = checker
+        self.size = size
+        self.window_s = window_s
+        self.pending: list[tuple[int, asyncio.Future[None]]] = []
+        self.arrived = asyncio.Event()
+
+    async def check(self, ingest_id: int) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.pending.append((ingest_id, done))
+        self.arrived.set()
+        await done
+
+    async def run(self) -> None:
+        while True:
+            await self.arrived.wait()
+            await asyncio.sleep(self.window_s)  # the other freed slots claim their jobs
+            batch, self.pending = self.pending[: self.size], self.pending[self.size :]
+            if not self.pending:
+                self.arrived.clear()
+            try:
+                errors = await asyncio.to_thread(self.checker.check_many, [i for i, _ in batch])
+            except Exception as exc:  # the database is gone: every job of the batch fails
+                errors = [AnswerFailed(f"batch failed: {type(exc).__name__}")] * len(batch)
+            for (_, done), error in zip(batch, errors, strict=True):
+                if done.done():  # its job was cancelled meanwhile
+                    continue
+                if error is None:
+                    done.set_result(None)
+                else:
+                    done.set_exception(error)
 
 
 def _conninfo(engine: Engine) -> str:
@@ -239,11 +329,15 @@ def _options() -> dict[str, Any]:
     return {"options": f"-c search_path={_SEARCH_PATH.replace(' ', '')}"}
 
 
-def worker_app(*, settings: Settings, engine: Engine, pipeline: Any) -> Any:
-    """The procrastinate app of one worker process, its task bound to ``pipeline``."""
+def worker_app(*, settings: Settings, engine: Engine, pipeline: Any) -> tuple[Any, _Batcher]:
+    """The procrastinate app of one worker process, its task bound to ``pipeline`` through
+    the batcher that gathers the jobs the worker holds."""
     import procrastinate
 
-    checker = _Checker(settings=settings, engine=engine, pipeline=pipeline)
+    batcher = _Batcher(
+        _Checker(settings=settings, engine=engine, pipeline=pipeline),
+        size=settings.queue_worker_batch,
+    )
     retries = settings.queue_max_attempts - 1
     app = procrastinate.App(
         connector=procrastinate.PsycopgConnector(
@@ -258,10 +352,10 @@ def worker_app(*, settings: Settings, engine: Engine, pipeline: Any) -> Any:
         if retries
         else False,
     )
-    def check_answer(ingest_id: int) -> None:
-        checker.check(ingest_id)
+    async def check_answer(ingest_id: int) -> None:
+        await batcher.check(ingest_id)
 
-    return app
+    return app, batcher
 
 
 async def _requeue_stalled(app: Any, conninfo: str, *, after_s: float) -> None:
@@ -294,26 +388,32 @@ async def _requeue_stalled(app: Any, conninfo: str, *, after_s: float) -> None:
                 log.warning("requeueing stalled jobs failed: %s", type(exc).__name__)
 
 
-async def _serve(app: Any, engine: Engine, settings: Settings, name: str) -> None:
+async def _serve(
+    app: Any, batcher: _Batcher, engine: Engine, settings: Settings, name: str
+) -> None:
     after = settings.queue_stalled_after_s
     async with app.open_async():
-        requeue = asyncio.create_task(_requeue_stalled(app, _conninfo(engine), after_s=after))
+        side = [
+            asyncio.create_task(batcher.run()),
+            asyncio.create_task(_requeue_stalled(app, _conninfo(engine), after_s=after)),
+        ]
         try:
             await app.run_worker_async(
                 queues=[QUEUE],
                 name=name,
-                concurrency=1,
+                concurrency=settings.queue_worker_batch,
                 update_heartbeat_interval=max(after / 5, 0.5),
                 stalled_worker_timeout=after,
             )
         finally:
-            requeue.cancel()
+            for task in side:
+                task.cancel()
 
 
 def run_worker(*, settings: Settings, engine: Engine, pipeline: Any) -> None:
     """Run one worker until SIGINT/SIGTERM (a job in progress is finished first)."""
     require_postgres(engine)
     name = f"groundwatch-{socket.gethostname()}-{os.getpid()}"
-    app = worker_app(settings=settings, engine=engine, pipeline=pipeline)
+    app, batcher = worker_app(settings=settings, engine=engine, pipeline=pipeline)
     log.info("worker %s started", name)
-    asyncio.run(_serve(app, engine, settings, name))
+    asyncio.run(_serve(app, batcher, engine, settings, name))

@@ -132,9 +132,9 @@ def _done(engine: Engine) -> int:
     )[0][0]
 
 
-def _frozen_job(engine: Engine, proc: subprocess.Popen[bytes]) -> tuple[int, int] | None:
+def _frozen_jobs(engine: Engine, proc: subprocess.Popen[bytes]) -> tuple[int, list[int]] | None:
     """Stop ``proc`` (SIGSTOP); once its heartbeat is older than the others', return its
-    queue worker id and the job it holds, or None (and let it go on) when it holds none."""
+    queue worker id and the jobs it holds, or None (and let it go on) when it holds none."""
     proc.send_signal(signal.SIGSTOP)
     time.sleep(3)  # the others beat every second
     stale = _rows(
@@ -151,7 +151,7 @@ def _frozen_job(engine: Engine, proc: subprocess.Popen[bytes]) -> tuple[int, int
     if not held:
         proc.send_signal(signal.SIGCONT)
         return None
-    return stale[0][0], held[0][0]
+    return stale[0][0], [j for (j,) in held]
 
 
 @pytest.mark.postgres
@@ -179,12 +179,12 @@ def test_three_workers_one_killed_every_answer_stored_once(
     _wait("200 answers", lambda: _done(engine) >= 200, 600, workers)
     frozen = None
     for _ in range(20):
-        frozen = _frozen_job(engine, victim)
+        frozen = _frozen_jobs(engine, victim)
         if frozen is not None:
             break
         time.sleep(0.3)
     assert frozen is not None, "the victim never held a job when stopped"
-    dead_worker, dead_job = frozen
+    dead_worker, dead_jobs = frozen
     victim.send_signal(signal.SIGKILL)
     victim.wait(timeout=30)
     done_at_kill = _done(engine)
@@ -201,21 +201,19 @@ def test_three_workers_one_killed_every_answer_stored_once(
     assert sorted(ids) == sorted(f"q-{i}" for i in range(n))  # none lost, none twice
     # each answer has one statement, checked once: no duplicate rows from a second check
     assert _rows(engine, "SELECT count(*) FROM statement_check")[0][0] == n
-    outcomes = dict(
-        _rows(engine, "SELECT outcome, count(*) FROM ingest_job GROUP BY outcome")
-    )
+    outcomes = dict(_rows(engine, "SELECT outcome, count(*) FROM ingest_job GROUP BY outcome"))
     assert set(outcomes) <= {"imported", "unchanged"}
     assert sum(outcomes.values()) == n
     assert outcomes.get("imported", 0) >= n - 1  # the killed one may have stored before dying
     assert _rows(engine, "SELECT count(*) FROM ingest_job WHERE payload IS NOT NULL")[0][0] == 0
-    # the dead worker's job ran again on a living worker
-    (attempts, worker_id), *_ = _rows(
+    # the dead worker's jobs ran again on the living workers
+    rerun = _rows(
         engine,
-        "SELECT attempts, worker_id FROM procrastinate.procrastinate_jobs WHERE id=:j",
-        j=dead_job,
+        "SELECT attempts, worker_id FROM procrastinate.procrastinate_jobs WHERE id = ANY(:j)",
+        j=dead_jobs,
     )
-    assert attempts == 2
-    assert worker_id != dead_worker
+    assert len(rerun) == len(dead_jobs)
+    assert all(attempts == 2 and worker != dead_worker for attempts, worker in rerun), rerun
     assert "queued again" in workers.logs()
 
     codes = workers.stop()
