@@ -15,7 +15,6 @@ from sqlmodel import SQLModel
 
 from core.storage import models as m
 from core.storage import repo
-from core.storage.search import include_object
 from core.storage.db import (
     DatabaseError,
     check_connection,
@@ -25,6 +24,7 @@ from core.storage.db import (
     upgrade_to_head,
     write_session,
 )
+from core.storage.search import include_object
 
 
 def _head() -> str | None:
