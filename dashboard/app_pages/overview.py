@@ -26,10 +26,21 @@ if f.start is None:
 k = data.kpis(f)
 prev_f = f.previous()
 prev = data.kpis(prev_f) if prev_f is not None else None
+rate = float(data.settings().check_sample_rate)
 st.caption(
-    f"{f.start} to {f.end} · deltas against {prev_f.start} to {prev_f.end}"
-    if prev_f is not None
-    else ""
+    (
+        f"{f.start} to {f.end} · deltas against {prev_f.start} to {prev_f.end}"
+        if prev_f is not None
+        else f"{f.start} to {f.end}"
+    )
+    + (
+        " · checks run on every answer"
+        if rate >= 1.0
+        else f" · checks run on {rate:.0%} of answers (the rest are stored with their checks "
+        "marked skipped)"
+    ),
+    help="The check sample rate in force (GROUNDWATCH_CHECK_SAMPLE_RATE): an answer is checked "
+    "when a hash of its id falls under it, so the same answer always gets the same decision.",
 )
 
 

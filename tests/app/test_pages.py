@@ -381,3 +381,16 @@ def test_upload_worked_example_flags_the_planted_errors(seeded_db, use_db):
     assert caught == ["right ankle", "reports chest pain", "20 mg", "MRI"]
     smoker = table[table["statement"].str.contains("current smoker")]
     assert smoker["status"].tolist() == ["grounded"]  # the known miss, kept visible
+
+
+def test_overview_shows_the_check_sample_rate_in_force(seeded_db, use_db, monkeypatch):
+    from core.config import reset_settings_cache
+
+    use_db(seeded_db)
+    at = open_page()
+    assert any("checks run on every answer" in c.value for c in at.caption)
+    monkeypatch.setenv("GROUNDWATCH_CHECK_SAMPLE_RATE", "0.1")
+    reset_settings_cache()
+    at = open_page()
+    no_errors(at)
+    assert any("checks run on 10% of answers" in c.value for c in at.caption)
