@@ -122,6 +122,11 @@ class Scorer:
             if len(items) == 1:
                 reasons[items[0][0]] = f"checks failed: {type(exc).__name__}"
                 return {}
+            log.warning(
+                "rescore: a batch of %d failed (%s); checking it one by one",
+                len(items),
+                type(exc).__name__,
+            )
         out: dict[str, Any] = {}
         for cid, record in items:
             out.update(self._check({cid: record}, reasons))
