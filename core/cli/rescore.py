@@ -78,7 +78,7 @@ def rescore(
     model: Annotated[str | None, typer.Option("--model", help="Only this model.")] = None,
     patient: Annotated[str | None, typer.Option("--patient", help="Only this patient.")] = None,
     only_flagged: Annotated[
-        bool, typer.Option("--only-flagged", help="Only answers flagged now.")
+        bool, typer.Option("--only-flagged", help="Only answers stored as flagged.")
     ] = False,
     run_id: Annotated[
         str | None,
