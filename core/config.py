@@ -173,7 +173,7 @@ class Settings(BaseSettings):
         default=16,
         ge=1,
         le=256,
-        description="Jobs a worker holds at once and checks as one batch (models run batched).",
+        description="Jobs a worker holds at once and checks as one batch (one pipeline call).",
     )
 
     @field_validator("database_url")

@@ -2,9 +2,9 @@
 
 ``enqueue`` stores each validated record (table ``ingest_job``) and its job in the queue in
 ONE transaction; ``run_worker`` is one worker process: it loads the models once, holds up
-to ``queue_worker_batch`` jobs at a time, checks their answers as one batch (the models run
-batched, many times faster than one answer at a time) and stores each result, idempotent on
-the record id as an import is.
+to ``queue_worker_batch`` jobs at a time, checks their answers as one batch (one
+``process_many`` call, as an import does: fewer model calls and transactions) and stores each
+result, idempotent on the record id as an import is.
 Any number of workers on any machine that reaches the database share the queue.
 
 The queue is procrastinate's (PostgreSQL only: jobs are rows claimed with ``FOR UPDATE SKIP
@@ -288,10 +288,13 @@ class _Batcher:
     """Gathers the jobs a worker holds (its procrastinate concurrency) into batches: each job
     waits for its answer's outcome while one thread checks the batch."""
 
-    def __init__(self, checker: _Checker, *, size: int, window_s: float = 0.05) -> None:
+    def __init__(
+        self, checker: _Checker, *, size: int, window_s: float = 0.05, max_wait_s: float = 0.5
+    ) -> None:
         self.checker = checker
         self.size = size
         self.window_s = window_s
+        self.max_wait_s = max_wait_s
         self.pending: list[tuple[int, asyncio.Future[None]]] = []
         self.arrived = asyncio.Event()
 
@@ -302,16 +305,29 @@ class _Batcher:
         await done
 
     async def run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await self.arrived.wait()
-            await asyncio.sleep(self.window_s)  # the other freed slots claim their jobs
+            # while the freed slots go on claiming jobs (the batch grows), wait for them, up
+            # to max_wait_s, so that one pipeline call takes them all
+            deadline, seen = loop.time() + self.max_wait_s, 0
+            while seen < len(self.pending) < self.size and loop.time() < deadline:
+                seen = len(self.pending)
+                await asyncio.sleep(self.window_s)
             batch, self.pending = self.pending[: self.size], self.pending[self.size :]
             if not self.pending:
                 self.arrived.clear()
+            started = loop.time()
             try:
                 errors = await asyncio.to_thread(self.checker.check_many, [i for i, _ in batch])
             except Exception as exc:  # the database is gone: every job of the batch fails
                 errors = [AnswerFailed(f"batch failed: {type(exc).__name__}")] * len(batch)
+            log.info(
+                "checked a batch of %d queued answers in %.2f s (%d failed)",
+                len(batch),
+                loop.time() - started,
+                sum(e is not None for e in errors),
+            )
             for (_, done), error in zip(batch, errors, strict=True):
                 if done.done():  # its job was cancelled meanwhile
                     continue
@@ -341,7 +357,10 @@ def worker_app(*, settings: Settings, engine: Engine, pipeline: Any) -> tuple[An
     retries = settings.queue_max_attempts - 1
     app = procrastinate.App(
         connector=procrastinate.PsycopgConnector(
-            conninfo=_conninfo(engine), kwargs=_options(), min_size=1, max_size=4
+            conninfo=_conninfo(engine),
+            kwargs=_options(),
+            min_size=1,
+            max_size=min(settings.queue_worker_batch, 8) + 2,
         )
     )
 
@@ -411,7 +430,7 @@ async def _serve(
 
 
 def run_worker(*, settings: Settings, engine: Engine, pipeline: Any) -> None:
-    """Run one worker until SIGINT/SIGTERM (a job in progress is finished first)."""
+    """Run one worker until SIGINT/SIGTERM (the batch in progress is finished first)."""
     require_postgres(engine)
     name = f"groundwatch-{socket.gethostname()}-{os.getpid()}"
     app, batcher = worker_app(settings=settings, engine=engine, pipeline=pipeline)

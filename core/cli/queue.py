@@ -41,7 +41,7 @@ def queue_records(records: list[ConversationRecord], rejected: list[dict], as_js
 
 
 def worker() -> None:
-    """Check queued answers until stopped (SIGINT/SIGTERM finish the answer in progress).
+    """Check queued answers until stopped (SIGINT/SIGTERM finish the batch in progress).
 
     Run as many as the machines have cores, anywhere the database is reachable: the models
     load once per worker, jobs are shared out by the PostgreSQL queue.
