@@ -62,7 +62,8 @@ class Scorer:
         self.settings = load_settings(**values)
         _one_thread_per_cpu()
         self.engine = get_engine(self.settings.database_url)
-        self.pipeline = QualityPipeline(settings=self.settings, engine=self.engine)
+        # re-scoring stores nothing, so no alert rule has anything new to read
+        self.pipeline = QualityPipeline(settings=self.settings, engine=self.engine, alerts=None)
         self.run_id = run_id
         self.records = records
 
