@@ -213,8 +213,8 @@ class _Checker:
     pipeline: Any
 
     def check_many(self, ingest_ids: Sequence[int]) -> list[BaseException | None]:
-        """Check and store the queued answers, as one batch when it can (the models run
-        batched): the error of each answer's try, or None when its result is stored.
+        """Check and store the queued answers, as one batch (one pipeline call) when it can:
+        the error of each answer's try, or None when its result is stored.
 
         A batch that fails as a whole (one record the pipeline cannot store fails the whole
         transaction) is checked again one answer at a time, so only that answer fails.

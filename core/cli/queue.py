@@ -40,11 +40,21 @@ def queue_records(records: list[ConversationRecord], rejected: list[dict], as_js
     emit(result, as_json=as_json, human=human)
 
 
-def worker() -> None:
+def worker(
+    threads: Annotated[
+        int,
+        typer.Option(
+            "--threads",
+            min=1,
+            max=256,
+            help="PyTorch threads of this worker (1: run one worker per core).",
+        ),
+    ] = 1,
+) -> None:
     """Check queued answers until stopped (SIGINT/SIGTERM finish the batch in progress).
 
     Run as many as the machines have cores, anywhere the database is reachable: the models
-    load once per worker, jobs are shared out by the PostgreSQL queue.
+    load once per worker, at start, and jobs are shared out by the PostgreSQL queue.
     """
     from core.queue import QueueUnavailable, require_postgres, run_worker
 
@@ -59,7 +69,12 @@ def worker() -> None:
     from core.pipeline import QualityPipeline
 
     pipeline = QualityPipeline(settings=settings, engine=engine)
-    typer.echo("groundwatch worker: models loaded, waiting for jobs", err=True)
+    loaded = pipeline.backend_status  # every model loads now, once, not on the first job
+    import torch
+
+    torch.set_num_threads(threads)  # after loading: the embedder sets one per core
+    shown = ", ".join(f"{name} {status.status}" for name, status in loaded.items())
+    typer.echo(f"groundwatch worker: models loaded ({shown}), waiting for jobs", err=True)
     run_worker(settings=settings, engine=engine, pipeline=pipeline)
 
 
