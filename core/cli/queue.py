@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from core.cli.common import EXIT_IO, emit, fail
+from core.cli.common import EXIT_INVALID, EXIT_IO, emit, fail
 from core.cli.records import _migrated_engine
 from core.config import get_settings
 from core.records import ConversationRecord
@@ -66,16 +66,25 @@ def worker(
         fail(str(exc), code=EXIT_IO, as_json=False, error="queue_unavailable")
     for name in ("core", "groundwatch"):
         logging.getLogger(name).setLevel(settings.log_level)
+    from core.alerts import AlertMonitor, AlertRulesError
     from core.pipeline import QualityPipeline
 
-    pipeline = QualityPipeline(settings=settings, engine=engine)
+    try:  # the alert rules run after each stored batch, as for the API and the import
+        alerts = AlertMonitor.from_settings(settings, engine)
+    except AlertRulesError as exc:
+        fail(str(exc), code=EXIT_INVALID, as_json=False, error="alerts_file")
+    pipeline = QualityPipeline(settings=settings, engine=engine, alerts=alerts)
     loaded = pipeline.backend_status  # every model loads now, once, not on the first job
     import torch
 
     torch.set_num_threads(threads)  # after loading: the embedder sets one per core
     shown = ", ".join(f"{name} {status.status}" for name, status in loaded.items())
     typer.echo(f"groundwatch worker: models loaded ({shown}), waiting for jobs", err=True)
-    run_worker(settings=settings, engine=engine, pipeline=pipeline)
+    try:
+        run_worker(settings=settings, engine=engine, pipeline=pipeline)
+    finally:
+        if alerts is not None:
+            alerts.close(timeout=5.0)
 
 
 def register(app: typer.Typer) -> None:
