@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from core.storage import repo, search
+from core.storage import jobs, repo, search
 from core.storage.db import read_session, write_session
 from core.storage.models import Conversation
 
@@ -40,6 +40,8 @@ class PurgeResult:
     # what the caches derived from record text: embedding rows deleted, LLM responses cleared
     cached_embeddings: int = 0
     cached_llm_responses: int = 0
+    # raw records of queued answers never stored (dead-letter, never run), cleared
+    queued_records: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe summary."""
@@ -51,6 +53,7 @@ class PurgeResult:
             "audit_event_id": self.audit_event_id,
             "cached_embeddings": self.cached_embeddings,
             "cached_llm_responses": self.cached_llm_responses,
+            "queued_records": self.queued_records,
         }
 
 
@@ -95,12 +98,14 @@ def purge_expired(
     if dry_run:
         n = count_purgeable(engine=engine, cutoff=cutoff)
         vectors = responses = 0
-        if n:
-            with read_session(engine) as session:
+        with read_session(engine) as session:
+            if n:
                 vectors, responses = repo.count_caches(session=session)
-        return PurgeResult(n, cutoff, older_than_days, True, None, vectors, responses)
+            queued = jobs.purge_payloads_before(session=session, cutoff=cutoff, dry_run=True)
+        return PurgeResult(n, cutoff, older_than_days, True, None, vectors, responses, queued)
     with write_session(engine) as session:
         purged = repo.purge_text_before(session=session, cutoff=cutoff)
+        queued = jobs.purge_payloads_before(session=session, cutoff=cutoff)
         vectors = responses = 0
         if purged:
             vectors, responses = repo.purge_caches(session=session)
@@ -117,6 +122,7 @@ def purge_expired(
                 "purged": purged,
                 "cached_embeddings": vectors,
                 "cached_llm_responses": responses,
+                "queued_records": queued,
             },
         )
         event_id = int(event.id) if event.id is not None else None
@@ -124,13 +130,14 @@ def purge_expired(
         search.reclaim_purged(engine)
     log.info(
         "purged text of %d conversations older than %d days (%d cached embeddings, "
-        "%d cached LLM responses)",
+        "%d cached LLM responses, %d queued records never stored)",
         purged,
         older_than_days,
         vectors,
         responses,
+        queued,
     )
-    return PurgeResult(purged, cutoff, older_than_days, False, event_id, vectors, responses)
+    return PurgeResult(purged, cutoff, older_than_days, False, event_id, vectors, responses, queued)
 
 
 __all__ = ["PurgeResult", "count_purgeable", "purge_expired", "retention_cutoff"]

@@ -75,7 +75,8 @@ def purge(
         as_json=as_json,
         human=f"{verb} the text of {result.purged} conversation(s) older than {days} days "
         f"(before {result.cutoff:%Y-%m-%d %H:%M} UTC), {result.cached_embeddings} cached "
-        f"embedding(s) and {result.cached_llm_responses} cached LLM response(s)",
+        f"embedding(s), {result.cached_llm_responses} cached LLM response(s) and "
+        f"{result.queued_records} queued record(s) never stored",
     )
 
 

@@ -128,6 +128,22 @@ def finish_ingest_job(*, session: Session, ingest_id: int, outcome: str) -> None
     )
 
 
+def purge_payloads_before(*, session: Session, cutoff: datetime, dry_run: bool = False) -> int:
+    """Retention reaches the queue: clear the raw record of every answer received before
+    ``cutoff`` that still holds one (in dead-letter, or never run), marking it ``purged``;
+    returns how many (with ``dry_run``, how many would be). A later try of its job finds it
+    finished and stores nothing."""
+    old = (col(IngestJob.created_at) < cutoff, col(IngestJob.payload).is_not(None))
+    if dry_run:
+        return int(session.execute(select(sa.func.count()).where(*old)).scalar_one())
+    result = session.execute(
+        sa.update(IngestJob)
+        .where(*old)
+        .values(payload=sa.null(), outcome="purged", finished_at=datetime.now(UTC))
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
 def fail_ingest_job(
     *, session: Session, ingest_id: int, error_class: str, error_message: str
 ) -> None:

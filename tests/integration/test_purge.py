@@ -419,6 +419,7 @@ def test_after_a_purge_no_table_holds_the_record_text(engine: Engine) -> None:
         assert review is not None
         review.note = f"{SENTINEL} note"
         s.add(review)
+        s.add(queued("dead-old", days_ago=400))  # a queued answer never stored (dead-letter)
     retention.purge_expired(engine=engine, older_than_days=365, actor="admin")
     left = []
     with read_session(engine) as s:
@@ -426,3 +427,38 @@ def test_after_a_purge_no_table_holds_the_record_text(engine: Engine) -> None:
             for row in s.execute(select(table)).mappings():
                 left += [f"{table.name}.{k}" for k, v in row.items() if SENTINEL in str(v)]
     assert left == []
+
+
+def queued(ext: str, *, days_ago: int) -> m.IngestJob:
+    """A queued answer that no worker stored (in dead-letter, or never run)."""
+    return m.IngestJob(
+        external_id=ext,
+        conversation_id=repo.conversation_id_for(ext),
+        payload={"id": ext, "answer": f"{SENTINEL} queued answer"},
+        payload_hash="0" * 12,
+        submitted_by="key-1",
+        created_at=datetime.now(UTC) - timedelta(days=days_ago),
+        outcome=None,
+        error_class="ValueError",
+        error_message="a record that keeps failing",
+    )
+
+
+def test_purge_clears_queued_records_that_were_never_stored(engine: Engine) -> None:
+    with write_session(engine) as s:
+        s.add_all([queued("q-old", days_ago=400), queued("q-new", days_ago=3)])
+    dry = retention.purge_expired(engine=engine, older_than_days=365, actor="a", dry_run=True)
+    assert dry.queued_records == 1
+    result = retention.purge_expired(engine=engine, older_than_days=365, actor="admin")
+    assert result.queued_records == 1
+    assert result.to_dict()["queued_records"] == 1
+    with read_session(engine) as s:
+        rows = {r.external_id: r for r in s.execute(select(m.IngestJob)).scalars()}
+        event = s.execute(select(m.AuditEvent).where(m.AuditEvent.action == "purge")).scalar_one()
+    assert rows["q-old"].payload is None
+    assert rows["q-old"].outcome == "purged"
+    assert rows["q-old"].finished_at is not None
+    assert rows["q-new"].payload is not None  # within the retention period: kept
+    assert event.detail["queued_records"] == 1
+    again = retention.purge_expired(engine=engine, older_than_days=365, actor="admin")
+    assert again.queued_records == 0
