@@ -42,7 +42,7 @@ class Metrics:
         self.answers = Counter(
             "groundwatch_answers_checked",
             "Answers received through the API, by what storing them did "
-            "(imported, updated, unchanged).",
+            "(imported, updated, unchanged; queued: accepted for a worker).",
             ["store_status"],
             registry=self.registry,
         )
