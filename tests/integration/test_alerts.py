@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +23,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 import yaml
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
@@ -48,6 +46,7 @@ from core.storage import alerts as store
 from core.storage import models as m
 from core.storage import repo
 from core.storage.db import read_session, write_session
+from tests.integration.api_server import add_key, serve
 
 SECRET = "test-secret-0123456789abcdef"
 SENTINEL = "Zebrafinch-Quokka-7731"  # patient text that must never leave in a webhook or log
@@ -461,20 +460,6 @@ def test_a_delivery_that_cannot_wait_is_logged_dropped_never_lost(engine: Engine
 # --------------------------------------------------------------------------- the API
 
 
-def _serve(app: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    return server, thread, f"http://127.0.0.1:{port}"
-
-
 @pytest.mark.usefixtures("secret_env")
 def test_the_api_fires_in_the_background_and_counts_on_metrics(
     engine: Engine,
@@ -484,7 +469,6 @@ def test_the_api_fires_in_the_background_and_counts_on_metrics(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from core.api import create_app
-    from core.api.keys import new_token, token_hash
 
     caplog.set_level(logging.DEBUG)
     settings = load_settings(
@@ -495,11 +479,9 @@ def test_the_api_fires_in_the_background_and_counts_on_metrics(
         enable_grounding_verification=False,  # no model to load: consistency alone fires
         learned_verifier=False,
     )
-    token = new_token()
-    with write_session(engine) as s:
-        repo.create_api_key(session=s, name="app", scopes=["ingest"], token_hash=token_hash(token))
+    token = add_key(engine, "app", ["ingest"])
     app = create_app(settings=settings, engine=engine)
-    server, thread, url = _serve(app)
+    server, thread, url = serve(app)
     try:
         with httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60

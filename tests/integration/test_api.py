@@ -16,17 +16,14 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from alembic.script import ScriptDirectory
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
@@ -39,6 +36,7 @@ from core.config import load_settings, reset_settings_cache
 from core.storage import models as m
 from core.storage import repo
 from core.storage.db import alembic_config, get_engine, read_session, write_session
+from tests.integration.api_server import Server, add_key, running_api, serve
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]
 
@@ -61,44 +59,6 @@ def record(i: int, **over: Any) -> dict[str, Any]:
     return base
 
 
-@dataclass
-class Server:
-    base_url: str
-    engine: Engine
-    keys: dict[str, str]  # name -> token
-    server: uvicorn.Server
-
-    def client(self, key: str | None = "ingest-read") -> httpx.Client:
-        headers = {"Authorization": f"Bearer {self.keys[key]}"} if key else {}
-        return httpx.Client(base_url=self.base_url, headers=headers, timeout=120)
-
-    def count(self) -> int:
-        with read_session(self.engine) as s:
-            return repo.count_conversations(session=s)
-
-
-def _key(engine: Engine, name: str, scopes: list[str]) -> str:
-    token = new_token()
-    with write_session(engine) as s:
-        repo.create_api_key(session=s, name=name, scopes=scopes, token_hash=token_hash(token))
-    return token
-
-
-def _serve(app: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    return server, thread, f"http://127.0.0.1:{port}"
-
-
 @pytest.fixture
 def api(engine: Engine, db_url: str) -> Iterator[Server]:
     """A real uvicorn server on a free port over the fresh, migrated database, ready."""
@@ -109,22 +69,13 @@ def api(engine: Engine, db_url: str) -> Iterator[Server]:
         api_max_body_bytes=MAX_BODY,
     )
     keys = {
-        "ingest-read": _key(engine, "ingest-read", ["ingest", "read"]),
-        "reader": _key(engine, "reader", ["read"]),
-        "ingester": _key(engine, "ingester", ["ingest"]),
-        "admin": _key(engine, "admin", ["admin"]),
+        "ingest-read": ["ingest", "read"],
+        "reader": ["read"],
+        "ingester": ["ingest"],
+        "admin": ["admin"],
     }
-    server, thread, url = _serve(create_app(settings=settings, engine=engine))
-    try:
-        with httpx.Client(base_url=url, timeout=120) as c:  # slow while the models load
-            deadline = time.monotonic() + 300
-            while c.get("/v1/ready").status_code != 200:
-                assert time.monotonic() < deadline, c.get("/v1/ready").text
-                time.sleep(0.2)
-        yield Server(url, engine, keys, server)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with running_api(engine, settings, keys) as server:
+        yield server
 
 
 def _audit(engine: Engine, action: str) -> list[m.AuditEvent]:
@@ -295,7 +246,7 @@ def test_concurrent_clients_lose_and_duplicate_nothing(api: Server) -> None:
 
 
 def test_keys_and_scopes(api: Server) -> None:
-    revoked = _key(api.engine, "gone", ["admin"])
+    revoked = add_key(api.engine, "gone", ["admin"])
     with write_session(api.engine) as s:
         key_id = max(int(k.id or 0) for k in repo.list_api_keys(session=s))
         repo.revoke_api_key(session=s, key_id=key_id)
@@ -574,7 +525,7 @@ def test_health_ready_docs_and_metrics(api: Server) -> None:
 def test_ready_names_a_database_that_is_not_migrated(sqlite_url: str) -> None:
     engine = get_engine(sqlite_url)  # an empty database: no schema
     settings = load_settings(database_url=sqlite_url, enable_grounding_verification=False)
-    server, thread, url = _serve(create_app(settings=settings, engine=engine))
+    server, thread, url = serve(create_app(settings=settings, engine=engine))
     try:
         with httpx.Client(base_url=url) as c:
             assert c.get("/v1/health").status_code == 200
@@ -712,7 +663,7 @@ def _fresh_settings() -> Iterator[None]:
 
 
 def test_stored_keys_hold_only_the_hash(engine: Engine) -> None:
-    token = _key(engine, "k", ["read"])
+    token = add_key(engine, "k", ["read"])
     with read_session(engine) as s:
         n = s.execute(select(func.count()).select_from(m.ApiKey)).scalar_one()
         (key,) = repo.list_api_keys(session=s)

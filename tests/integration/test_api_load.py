@@ -18,16 +18,14 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from core.api import create_app
 from core.config import load_settings
 from core.storage import models as m
 from core.storage.db import read_session
-from tests.integration.test_api import Server, _key, _serve
+from tests.integration.api_server import Server, running_api
 
 pytestmark = [
     pytest.mark.postgres,
@@ -58,18 +56,9 @@ def small(record_id: str, n: int) -> dict[str, Any]:
 @pytest.fixture
 def api(engine: Engine, db_url: str) -> Iterator[Server]:
     settings = load_settings(database_url=db_url, learned_verifier=False, api_rate_limit=0)
-    keys = {f"client-{n}": _key(engine, f"client-{n}", ["ingest", "read"]) for n in range(CLIENTS)}
-    server, thread, url = _serve(create_app(settings=settings, engine=engine))
-    try:
-        with httpx.Client(base_url=url, timeout=120) as c:
-            deadline = time.monotonic() + 300
-            while c.get("/v1/ready").status_code != 200:
-                assert time.monotonic() < deadline, c.get("/v1/ready").text
-                time.sleep(0.2)
-        yield Server(url, engine, keys, server)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    keys = {f"client-{n}": ["ingest", "read"] for n in range(CLIENTS)}
+    with running_api(engine, settings, keys) as server:
+        yield server
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)

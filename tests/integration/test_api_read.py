@@ -11,8 +11,6 @@ rate limit gets a server of its own with a limit of three a minute.
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,17 +19,16 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from core import retention
 from core.api import create_app
-from core.api.keys import new_token, token_hash
 from core.config import load_settings
 from core.storage import repo
-from core.storage.db import get_engine, read_session, upgrade_to_head, write_session
+from core.storage.db import get_engine, read_session, upgrade_to_head
 from tests.conftest import _drop_pg_database, _fresh_pg_database, postgres_server_url
+from tests.integration.api_server import add_key, serve
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]
 
@@ -112,27 +109,6 @@ class Service:
             return repo.list_audit_events(session=s, action=action)
 
 
-def _key(engine: Engine, name: str, scopes: list[str]) -> str:
-    token = new_token()
-    with write_session(engine) as s:
-        repo.create_api_key(session=s, name=name, scopes=scopes, token_hash=token_hash(token))
-    return token
-
-
-def _serve(app: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    return server, thread, f"http://127.0.0.1:{port}"
-
-
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def database(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -163,7 +139,7 @@ def svc(database: str) -> Iterator[Service]:
     engine = get_engine(database)
     settings = load_settings(database_url=database, learned_verifier=False)
     keys = {
-        name: _key(engine, name, scopes)
+        name: add_key(engine, name, scopes)
         for name, scopes in {
             "ingester": ["ingest"],
             "reader": ["read"],
@@ -171,7 +147,7 @@ def svc(database: str) -> Iterator[Service]:
             "admin": ["admin"],
         }.items()
     }
-    server, thread, url = _serve(create_app(settings=settings, engine=engine))
+    server, thread, url = serve(create_app(settings=settings, engine=engine))
     try:
         with httpx.Client(base_url=url, timeout=120) as c:
             deadline = time.monotonic() + 300
@@ -443,7 +419,7 @@ def test_the_openapi_document_names_the_new_routes(svc: Service) -> None:
 def test_each_key_is_limited_per_minute_with_retry_after(database: str, svc: Service) -> None:
     engine = get_engine(database)
     settings = load_settings(database_url=database, learned_verifier=False, api_rate_limit=3)
-    server, thread, url = _serve(create_app(settings=settings, engine=engine))
+    server, thread, url = serve(create_app(settings=settings, engine=engine))
     try:
         one = {"Authorization": f"Bearer {svc.keys['reader']}"}
         other = {"Authorization": f"Bearer {svc.keys['admin']}"}

@@ -12,7 +12,6 @@ import base64
 import gzip
 import json
 import logging
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -39,11 +38,10 @@ from opentelemetry.trace import format_span_id, format_trace_id
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from core.api import create_app
 from core.config import load_settings
 from core.storage import models as m
 from core.storage.db import read_session
-from tests.integration.test_api import Server, _key, _serve
+from tests.integration.api_server import Server, running_api
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(600)]
 
@@ -65,22 +63,9 @@ def api(engine: Engine, db_url: str) -> Iterator[Server]:
         api_max_body_bytes=MAX_BODY,
         api_max_batch=MAX_BATCH,  # exports of more LLM spans are stored in several groups
     )
-    keys = {
-        "ingester": _key(engine, "ingester", ["ingest"]),
-        "reader": _key(engine, "reader", ["read"]),
-        "admin": _key(engine, "admin", ["admin"]),
-    }
-    server, thread, url = _serve(create_app(settings=settings, engine=engine))
-    try:
-        with httpx.Client(base_url=url, timeout=120) as c:  # slow while the models load
-            deadline = time.monotonic() + 300
-            while c.get("/v1/ready").status_code != 200:
-                assert time.monotonic() < deadline, c.get("/v1/ready").text
-                time.sleep(0.2)
-        yield Server(url, engine, keys, server)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    keys = {"ingester": ["ingest"], "reader": ["read"], "admin": ["admin"]}
+    with running_api(engine, settings, keys) as server:
+        yield server
 
 
 # --------------------------------------------------------------------------- spans

@@ -31,7 +31,7 @@ from sqlalchemy.engine import Engine
 
 from core.api import create_app
 from core.config import load_settings
-from tests.integration.test_api import _key, _serve
+from tests.integration.api_server import add_key, serve
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -227,10 +227,10 @@ def test_three_workers_one_killed_every_answer_stored_once(
 def api_pg(engine: Engine, db_url: str) -> Iterator[tuple[str, dict[str, str]]]:
     settings = load_settings(database_url=db_url, learned_verifier=False)
     keys = {
-        "ingester": _key(engine, "ingester", ["ingest", "read"]),
-        "admin": _key(engine, "admin", ["admin"]),
+        "ingester": add_key(engine, "ingester", ["ingest", "read"]),
+        "admin": add_key(engine, "admin", ["admin"]),
     }
-    server, thread, url = _serve(create_app(settings=settings, engine=engine))
+    server, thread, url = serve(create_app(settings=settings, engine=engine))
     try:
         yield url, keys
     finally:
@@ -317,8 +317,8 @@ def test_sqlite_refuses_queued_ingestion_clearly(
     engine: Engine, db_url: str, tmp_path: Path
 ) -> None:
     settings = load_settings(database_url=db_url, learned_verifier=False)
-    token = _key(engine, "ingester", ["ingest", "read"])
-    server, thread, url = _serve(create_app(settings=settings, engine=engine))
+    token = add_key(engine, "ingester", ["ingest", "read"])
+    server, thread, url = serve(create_app(settings=settings, engine=engine))
     try:
         with _client(url, token) as c:
             r = c.post("/v1/answers?mode=async", json=small_record(1))
