@@ -6,29 +6,18 @@ synchronously: it returns once every webhook answered or ran out of attempts.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import typer
 
-from core.cli.common import EXIT_INVALID, EXIT_IO, emit, fail
+from core.cli.common import EXIT_INVALID, EXIT_IO, JsonOpt, emit, fail, migrated_engine
 from core.config import get_settings
-from core.storage.db import DatabaseError, get_engine, read_session, upgrade_to_head, write_session
+from core.storage.db import read_session, write_session
 
 alerts_app = typer.Typer(
     help="Alert rules (GROUNDWATCH_ALERTS_FILE): check now, list, acknowledge, resolve.",
     no_args_is_help=True,
 )
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
-
-
-def _engine(as_json: bool) -> Any:
-    settings = get_settings()
-    try:
-        upgrade_to_head(settings.database_url)
-    except DatabaseError as exc:
-        fail(str(exc), code=EXIT_IO, as_json=as_json, error="database")
-    return get_engine(settings.database_url)
 
 
 def check(
@@ -52,7 +41,7 @@ def check(
             as_json=as_json,
             error="usage",
         )
-    engine = _engine(as_json)
+    engine = migrated_engine(as_json)
     try:
         monitor = AlertMonitor.from_settings(settings, engine, delivery="sync")
     except AlertRulesError as exc:
@@ -97,7 +86,7 @@ def list_alerts(
             as_json=as_json,
             error="usage",
         )
-    with read_session(_engine(as_json)) as session:
+    with read_session(migrated_engine(as_json)) as session:
         rows = store.list_firings(session=session, states=states, limit=limit)  # type: ignore[arg-type]
     items = [
         {
@@ -136,7 +125,7 @@ def _change(
             error="usage",
         )
     try:
-        with write_session(_engine(as_json)) as session:
+        with write_session(migrated_engine(as_json)) as session:
             firing = store.change_state(
                 session=session, firing_id=alert_id, state=state, actor=actor
             )

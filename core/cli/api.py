@@ -10,13 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
-from core.cli.common import EXIT_INVALID, EXIT_IO, emit, fail
-from core.cli.records import _migrated_engine
+from core.cli.common import EXIT_INVALID, EXIT_IO, JsonOpt, emit, fail, migrated_engine
 from core.config import get_settings
 
 keys_app = typer.Typer(help="API keys of the HTTP API (stored hashed).", no_args_is_help=True)
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
 def serve_api(
@@ -32,7 +29,7 @@ def serve_api(
     from core.api import create_app
 
     settings = get_settings()
-    engine = _migrated_engine(False)
+    engine = migrated_engine(False)
     level = settings.log_level
     for name in ("core", "groundwatch", "uvicorn"):
         logging.getLogger(name).setLevel(level)
@@ -68,7 +65,7 @@ def create_key(
         chosen = parse_scopes(scopes)
     except ValueError as exc:
         fail(f"--scopes: {exc}", code=EXIT_INVALID, as_json=as_json, error="usage")
-    engine = _migrated_engine(as_json)
+    engine = migrated_engine(as_json)
     token = new_token()
     with write_session(engine) as session:
         key = repo.create_api_key(
@@ -90,7 +87,7 @@ def list_keys(as_json: JsonOpt = False) -> None:
     from core.storage import repo
     from core.storage.db import read_session
 
-    engine = _migrated_engine(as_json)
+    engine = migrated_engine(as_json)
     with read_session(engine) as session:
         rows: list[dict[str, Any]] = [
             {
@@ -121,7 +118,7 @@ def revoke_key(
     from core.storage import repo
     from core.storage.db import write_session
 
-    engine = _migrated_engine(as_json)
+    engine = migrated_engine(as_json)
     try:
         with write_session(engine) as session:
             key = repo.revoke_api_key(session=session, key_id=key_id)

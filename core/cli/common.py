@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
 
@@ -35,7 +36,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from core.grounding import SourceChunk
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+"""The ``--json`` option every command takes."""
 
 
 def emit(obj: Any, *, as_json: bool, human: str | None = None) -> None:
@@ -206,3 +212,34 @@ def read_sources(
     if duplicates:
         raise _invalid_sources(f"sources: duplicate source id across files ({len(duplicates)})")
     return chunks
+
+
+def migrated_engine(as_json: bool) -> Engine:
+    """The configured database, upgraded to the newest schema (a database error ends the
+    command with exit 1, naming the database problem)."""
+    from core.config import get_settings
+    from core.storage.db import DatabaseError, get_engine, upgrade_to_head
+
+    settings = get_settings()
+    try:
+        upgrade_to_head(settings.database_url)
+    except DatabaseError as exc:
+        fail(str(exc), code=EXIT_IO, as_json=as_json, error="database")
+    return get_engine(settings.database_url)
+
+
+def parse_when(value: str | None, option: str, *, as_json: bool) -> datetime | None:
+    """An ISO date or datetime option (``--since``) as an aware datetime (UTC when no zone is
+    given); a value that is neither ends the command with a usage error naming the option."""
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        fail(
+            f"{option}: not an ISO date or datetime: {value!r}",
+            code=EXIT_IO,
+            as_json=as_json,
+            error="usage",
+        )
+    return when if when.tzinfo else when.replace(tzinfo=UTC)

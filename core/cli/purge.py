@@ -8,11 +8,9 @@ from typing import Annotated
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.cli.common import EXIT_IO, emit, fail
+from core.cli.common import EXIT_IO, JsonOpt, emit, fail
 from core.config import get_settings
 from core.storage.db import DatabaseError, get_engine, upgrade_to_head
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
 def _cli_actor() -> str:

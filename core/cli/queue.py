@@ -10,19 +10,16 @@ from typing import Annotated
 
 import typer
 
-from core.cli.common import EXIT_INVALID, EXIT_IO, emit, fail
-from core.cli.records import _migrated_engine
+from core.cli.common import EXIT_INVALID, EXIT_IO, emit, fail, migrated_engine
 from core.config import get_settings
 from core.records import ConversationRecord
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
 def queue_records(records: list[ConversationRecord], rejected: list[dict], as_json: bool) -> None:
     """Store the records and their jobs in one transaction (``import --queue``)."""
     from core.queue import QueueUnavailable, enqueue, require_postgres
 
-    engine = _migrated_engine(as_json)
+    engine = migrated_engine(as_json)
     try:
         require_postgres(engine)
         ids = enqueue(engine=engine, records=records, replace=True, submitted_by="cli")
@@ -59,7 +56,7 @@ def worker(
     from core.queue import QueueUnavailable, require_postgres, run_worker
 
     settings = get_settings()
-    engine = _migrated_engine(False)
+    engine = migrated_engine(False)
     try:
         require_postgres(engine)
     except QueueUnavailable as exc:

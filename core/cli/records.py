@@ -7,42 +7,32 @@ import io
 import json
 import os
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.cli.common import (
     EXIT_INVALID,
     EXIT_IO,
     InputError,
+    JsonOpt,
     emit,
     fail,
+    migrated_engine,
+    parse_when,
     read_bytes,
 )
 from core.config import get_settings
-from core.storage.db import DatabaseError, get_engine, read_session, upgrade_to_head
+from core.storage.db import DatabaseError, read_session
 from core.text import csv_cell, short_hash
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
-
-
-def _migrated_engine(as_json: bool) -> Engine:
-    settings = get_settings()
-    try:
-        upgrade_to_head(settings.database_url)
-    except DatabaseError as exc:
-        fail(str(exc), code=EXIT_IO, as_json=as_json, error="database")
-    return get_engine(settings.database_url)
 
 
 def init_db(as_json: JsonOpt = False) -> None:
     """Create or upgrade the database schema to the newest version."""
     settings = get_settings()
-    _migrated_engine(as_json)
+    migrated_engine(as_json)
     from sqlalchemy.engine import make_url
 
     url = make_url(settings.database_url).render_as_string(hide_password=True)
@@ -99,7 +89,7 @@ def import_records(
 
         queue_records([r for _, r in records], rejected, as_json)
         return
-    engine = _migrated_engine(as_json)
+    engine = migrated_engine(as_json)
     from core.alerts import AlertMonitor, AlertRulesError
     from core.pipeline import QualityPipeline
 
@@ -135,21 +125,6 @@ def import_records(
     emit(result, as_json=as_json, human=human)
 
 
-def _parse_since(value: str | None, as_json: bool) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        fail(
-            f"--since: not an ISO date or datetime: {value!r}",
-            code=EXIT_IO,
-            as_json=as_json,
-            error="usage",
-        )
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
-
-
 _CSV_FIELDS = [
     "id",
     "patient_id",
@@ -181,8 +156,8 @@ def export_records(
     """Export records with their scores, statement checks and contradictions."""
     from core.storage import repo
 
-    when = _parse_since(since, as_json)
-    engine = _migrated_engine(as_json)
+    when = parse_when(since, "--since", as_json=as_json)
+    engine = migrated_engine(as_json)
     with read_session(engine) as session:
         if patient is not None and not repo.patient_exists(session=session, patient_id=patient):
             fail(
@@ -250,7 +225,7 @@ def serve(
     import dashboard
 
     settings = get_settings()
-    _migrated_engine(False)
+    migrated_engine(False)
     bind = address or ("0.0.0.0" if settings.auth_file else "127.0.0.1")
     if settings.auth_file is None and bind not in ("127.0.0.1", "localhost", "::1"):
         typer.echo(
@@ -294,7 +269,7 @@ def demo(
     """Write realistic synthetic clinical data and run it through the real pipeline."""
     from core.storage import repo
 
-    engine = _migrated_engine(as_json)
+    engine = migrated_engine(as_json)
     with read_session(engine) as session:
         existing = repo.count_conversations(session=session)
     if if_empty and existing:

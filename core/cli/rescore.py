@@ -4,43 +4,15 @@ Ray, with the change in flags recorded and reported (:mod:`core.rescore`)."""
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.cli.common import EXIT_INVALID, EXIT_IO, emit, fail
+from core.cli.common import EXIT_INVALID, EXIT_IO, JsonOpt, emit, fail, migrated_engine, parse_when
 from core.config import get_settings
-from core.storage.db import DatabaseError, get_engine, upgrade_to_head
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
-
-
-def _when(value: str | None, option: str, as_json: bool) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        fail(
-            f"{option}: not an ISO date or datetime: {value!r}",
-            code=EXIT_IO,
-            as_json=as_json,
-            error="usage",
-        )
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
-
-
-def _engine(as_json: bool) -> Engine:
-    settings = get_settings()
-    try:
-        upgrade_to_head(settings.database_url)
-    except DatabaseError as exc:
-        fail(str(exc), code=EXIT_IO, as_json=as_json, error="database")
-    return get_engine(settings.database_url)
+from core.storage.db import DatabaseError
 
 
 def _human(report: Any) -> str:
@@ -127,7 +99,7 @@ def rescore(
         fail(
             "use one of --run-id, --resume, --report", code=EXIT_IO, as_json=as_json, error="usage"
         )
-    engine = _engine(as_json)
+    engine = migrated_engine(as_json)
     if report is not None:
         try:
             stored = rs.stored_report(engine=engine, run_id=report)
@@ -138,8 +110,8 @@ def rescore(
     selection = None
     if resume is None:
         selection = rs.Selection(
-            since=_when(since, "--since", as_json),
-            until=_when(until, "--until", as_json),
+            since=parse_when(since, "--since", as_json=as_json),
+            until=parse_when(until, "--until", as_json=as_json),
             model=model,
             patient_id=patient,
             only_flagged=only_flagged,

@@ -13,14 +13,13 @@ from typing import Annotated
 import typer
 
 from core.auth import ROLES, AuthConfigError, PasswordPolicyError, Role, UserStore
-from core.cli.common import EXIT_INVALID, EXIT_IO, emit, fail
+from core.cli.common import EXIT_INVALID, EXIT_IO, JsonOpt, emit, fail
 from core.config import get_settings
 
 users_app = typer.Typer(
     help="Dashboard users and roles (bcrypt-hashed users file).", no_args_is_help=True
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 FileOpt = Annotated[
     Path | None,
     typer.Option("--file", help="Users file (default: GROUNDWATCH_AUTH_FILE)."),
