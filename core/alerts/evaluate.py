@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from core.alerts.rules import (
     CalibrationDriftRule,
     ContradictionRule,
     FlaggedShareRule,
+    Rule,
     ScoreBelowRule,
 )
 from core.calibration import expected_calibration_error
@@ -60,40 +61,46 @@ def condition_key(rule: str, about: str) -> str:
     return f"{rule}|{about}"
 
 
+def _clear(rule: Rule, key: str) -> Finding:
+    return Finding(rule.name, rule.kind, "clear", key)
+
+
+def _not_evaluated(rule: Rule, key: str, reason: str) -> Finding:
+    return Finding(rule.name, rule.kind, "not_evaluated", key, reason=reason)
+
+
+def _firing(rule: Rule, key: str, **found: Any) -> Finding:
+    """A firing of ``rule`` for the condition ``key``; ``found``: the other fields of
+    :class:`FiringIn` (value, threshold, counts, the answers behind it, model, patient)."""
+    firing = FiringIn(rule=rule.name, kind=rule.kind, condition_key=key, **found)
+    return Finding(rule.name, rule.kind, "firing", key, firing=firing)
+
+
 def flagged_share(rule: FlaggedShareRule, model: str, counts: WindowCounts) -> Finding:
     """Fires when more than ``rule.threshold`` of the model's answers in the window are
     flagged, once the window holds ``rule.min_answers`` answers."""
     key = condition_key(rule.name, f"model:{model}")
     if counts.answers < rule.min_answers:
-        return Finding(
-            rule.name,
-            rule.kind,
-            "not_evaluated",
+        return _not_evaluated(
+            rule,
             key,
-            reason=f"{counts.answers} answers in the window, below min_answers {rule.min_answers}",
+            f"{counts.answers} answers in the window, below min_answers {rule.min_answers}",
         )
     share = counts.flagged / counts.answers
     if share <= rule.threshold:
-        return Finding(rule.name, rule.kind, "clear", key)
-    return Finding(
-        rule.name,
-        rule.kind,
-        "firing",
+        return _clear(rule, key)
+    return _firing(
+        rule,
         key,
-        firing=FiringIn(
-            rule=rule.name,
-            kind=rule.kind,
-            condition_key=key,
-            model=model,
-            value=round(share, 6),
-            threshold=rule.threshold,
-            counts={
-                "answers": counts.answers,
-                "flagged": counts.flagged,
-                "window_s": int(rule.window.total_seconds()),
-            },
-            conversation_ids=counts.flagged_ids,
-        ),
+        model=model,
+        value=round(share, 6),
+        threshold=rule.threshold,
+        counts={
+            "answers": counts.answers,
+            "flagged": counts.flagged,
+            "window_s": int(rule.window.total_seconds()),
+        },
+        conversation_ids=counts.flagged_ids,
     )
 
 
@@ -104,22 +111,15 @@ def contradiction(rule: ContradictionRule, answer: AnswerFacts) -> Finding:
     grounding = answer.contradicted_statements if rule.source in ("any", "grounding") else 0
     earlier = answer.contradicted_earlier if rule.source in ("any", "consistency") else 0
     if grounding + earlier == 0:
-        return Finding(rule.name, rule.kind, "clear", key)
-    return Finding(
-        rule.name,
-        rule.kind,
-        "firing",
+        return _clear(rule, key)
+    return _firing(
+        rule,
         key,
-        firing=FiringIn(
-            rule=rule.name,
-            kind=rule.kind,
-            condition_key=key,
-            model=answer.model,
-            patient_id=answer.patient_id,
-            value=float(grounding + earlier),
-            counts={"contradicted_statements": grounding, "contradicted_earlier": earlier},
-            conversation_ids=(answer.conversation_id,),
-        ),
+        model=answer.model,
+        patient_id=answer.patient_id,
+        value=float(grounding + earlier),
+        counts={"contradicted_statements": grounding, "contradicted_earlier": earlier},
+        conversation_ids=(answer.conversation_id,),
     )
 
 
@@ -130,27 +130,18 @@ def score_below(rule: ScoreBelowRule, answer: AnswerFacts) -> Finding:
     key = condition_key(rule.name, about)
     score = answer.grounding_score if rule.score == "grounding" else answer.consistency_score
     if score is None:
-        return Finding(
-            rule.name, rule.kind, "not_evaluated", key, reason=f"no {rule.score} score stored"
-        )
+        return _not_evaluated(rule, key, f"no {rule.score} score stored")
     if score >= rule.threshold:
-        return Finding(rule.name, rule.kind, "clear", key)
-    return Finding(
-        rule.name,
-        rule.kind,
-        "firing",
+        return _clear(rule, key)
+    return _firing(
+        rule,
         key,
-        firing=FiringIn(
-            rule=rule.name,
-            kind=rule.kind,
-            condition_key=key,
-            model=answer.model,
-            patient_id=answer.patient_id if rule.per == "patient" else None,
-            value=round(float(score), 6),
-            threshold=rule.threshold,
-            counts={f"{rule.score}_score": round(float(score), 6)},
-            conversation_ids=(answer.conversation_id,),
-        ),
+        model=answer.model,
+        patient_id=answer.patient_id if rule.per == "patient" else None,
+        value=round(float(score), 6),
+        threshold=rule.threshold,
+        counts={f"{rule.score}_score": round(float(score), 6)},
+        conversation_ids=(answer.conversation_id,),
     )
 
 
@@ -161,33 +152,22 @@ def calibration_drift(rule: CalibrationDriftRule, verdicts: Sequence[Verdict]) -
     key = condition_key(rule.name, "service")
     recent = list(verdicts)[: rule.verdicts]
     if len(recent) < rule.verdicts:
-        return Finding(
-            rule.name,
-            rule.kind,
-            "not_evaluated",
-            key,
-            reason=f"{len(recent)} verdicts, below the {rule.verdicts} the rule needs",
+        return _not_evaluated(
+            rule, key, f"{len(recent)} verdicts, below the {rule.verdicts} the rule needs"
         )
     y = np.array([v.confirmed for v in recent], dtype=float)
     p = np.array([min(1.0, max(0.0, v.risk)) for v in recent], dtype=float)
     ece = expected_calibration_error(y, p, n_bins=rule.bins)
     if ece <= rule.threshold:
-        return Finding(rule.name, rule.kind, "clear", key)
+        return _clear(rule, key)
     linked = tuple(dict.fromkeys(v.conversation_id for v in recent))[:MAX_LINKED]
-    return Finding(
-        rule.name,
-        rule.kind,
-        "firing",
+    return _firing(
+        rule,
         key,
-        firing=FiringIn(
-            rule=rule.name,
-            kind=rule.kind,
-            condition_key=key,
-            value=round(ece, 6),
-            threshold=rule.threshold,
-            counts={"verdicts": len(recent), "confirmed": int(y.sum()), "bins": rule.bins},
-            conversation_ids=tuple(reversed(linked)),
-        ),
+        value=round(ece, 6),
+        threshold=rule.threshold,
+        counts={"verdicts": len(recent), "confirmed": int(y.sum()), "bins": rule.bins},
+        conversation_ids=tuple(reversed(linked)),
     )
 
 
