@@ -115,16 +115,11 @@ def change_from_row(row: Mapping[str, Any]) -> Change:
 
 
 @dataclass(frozen=True, slots=True)
-class ChangeSummary:
-    """How many answers a run checked and how their flags moved, with the largest changes."""
+class ChangeSummary(store.RunCounts):
+    """How many answers a run checked and how their flags moved (the stored
+    :class:`~core.storage.rescore.RunCounts`), with the largest changes."""
 
-    checked: int
-    newly_flagged: int
-    cleared: int
-    same: int
-    new: int
-    failed: int
-    top: tuple[Change, ...]
+    top: tuple[Change, ...] = ()
 
     @property
     def changed(self) -> int:
@@ -133,13 +128,8 @@ class ChangeSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "checked": self.checked,
+            **store.RunCounts.to_dict(self),
             "changed": self.changed,
-            "newly_flagged": self.newly_flagged,
-            "cleared": self.cleared,
-            "same": self.same,
-            "new": self.new,
-            "failed": self.failed,
             "top_changes": [c.to_dict() for c in self.top],
         }
 
@@ -226,15 +216,7 @@ def stored_report(*, engine: Engine, run_id: str, top: int = TOP_CHANGES) -> Res
             )
             for r in rows
         ]
-        summary = ChangeSummary(
-            checked=counts.checked,
-            newly_flagged=counts.newly_flagged,
-            cleared=counts.cleared,
-            same=counts.same,
-            new=counts.new,
-            failed=counts.failed,
-            top=tuple(top_rows),
-        )
+        summary = ChangeSummary(**counts.to_dict(), top=tuple(top_rows))
         return RescoreReport(
             run_id=run.id,
             verifier_version=run.verifier_version,
