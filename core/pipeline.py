@@ -486,7 +486,6 @@ class QualityPipeline:
         kinds = _classify(statements, contradictions, w)
         is_flagged = bool(risk.flagged or flagged_statements or contradictions)
         elapsed = int((time.perf_counter() - w.started) * 1000)
-        keep_text = s.enable_conversation_history
         flags = {
             "conversation_history": s.enable_conversation_history,
             "grounding_verification": s.enable_grounding_verification,
@@ -502,14 +501,14 @@ class QualityPipeline:
             id=conv_id,
             external_id=rec.id,
             patient_id=rec.patient_id,
-            query=rec.query if keep_text else None,
+            query=rec.query,
             query_intent=rec.query_intent,
             query_timestamp=at,
-            answer=rec.answer if keep_text else None,
+            answer=rec.answer,
             model_used=rec.model,
-            sources=[src.model_dump() for src in rec.sources] if keep_text else None,
-            samples=list(rec.samples) if (rec.samples and keep_text) else None,
-            evidence=rec.evidence if keep_text else None,
+            sources=[src.model_dump() for src in rec.sources],
+            samples=list(rec.samples) if rec.samples else None,
+            evidence=rec.evidence,
             extractions=None,
             grounding_score=grounding_score,
             consistency_score=consistency_score,
@@ -531,7 +530,7 @@ class QualityPipeline:
             bundle.statements.append(
                 m.StatementCheck(
                     conversation_id=conv_id,
-                    statement=st.statement if keep_text else None,
+                    statement=st.statement,
                     statement_index=st.index,
                     statement_hash=content_hash(st.statement),
                     start=st.start,
@@ -539,12 +538,12 @@ class QualityPipeline:
                     is_grounded=st.is_grounded,
                     status=st.status,
                     source_chunk_id=st.source_chunk_id,
-                    supporting_evidence=st.supporting_evidence if keep_text else None,
+                    supporting_evidence=st.supporting_evidence,
                     evidence_start=st.evidence_start,
                     evidence_end=st.evidence_end,
                     grounding_confidence=unit_interval(st.confidence),
                     verification_method=st.verification_method,
-                    reason=st.reason if keep_text else None,
+                    reason=st.reason,
                     risk=statement_risk(st.status, st.confidence),
                     kind=kind,
                     severity=severity,
@@ -561,8 +560,8 @@ class QualityPipeline:
                         check_type=c.check_type,
                         is_consistent=False,
                         inconsistency_description=c.explanation,
-                        current_statement=c.current_statement if keep_text else None,
-                        previous_statement=c.previous_statement if keep_text else None,
+                        current_statement=c.current_statement,
+                        previous_statement=c.previous_statement,
                         entity=c.entity,
                         consistency_score=consistency.consistency_score,
                         severity=c.severity,
@@ -593,7 +592,7 @@ class QualityPipeline:
                         unit=(e.unit or None) and str(e.unit)[:40],
                         dose=(e.dose or None) and str(e.dose)[:100],
                         frequency=(e.frequency or None) and str(e.frequency)[:100],
-                        statement=e.statement if keep_text else None,
+                        statement=e.statement,
                         statement_start=e.statement_start,
                         statement_end=e.statement_end,
                     )
@@ -614,7 +613,10 @@ class QualityPipeline:
                     )
                 )
         for stage in self.stages:
-            bundle.add(stage.rows(w, conv_id, keep_text=keep_text))
+            bundle.add(stage.rows(w, conv_id))
+        if not s.enable_conversation_history:
+            # scores, statuses and offsets are kept; every column tagged as patient text goes
+            bundle.strip_patient_text()
         log.debug(
             "checked record %s: %d statements, %d contradictions",
             short_hash(rec.id),

@@ -80,15 +80,16 @@ class Stage(Protocol):
     ``run`` sets ``work.checks[name]`` for every record (``ok``, ``skipped``, ``unavailable``
     or ``failed`` with the reason: a stage never raises for one record) and stores its result
     in ``work.results[name]``; ``rows`` turns a record's result into the rows stored with the
-    conversation (none when it stores nothing), leaving patient text out unless
-    ``keep_text``.
+    conversation (none when it stores nothing), text included: with conversation history off
+    the pipeline clears every column tagged as patient text
+    (:func:`core.storage.models.strip_patient_text`), so a stage never strips text itself.
     """
 
     name: str
 
     def run(self, pipeline: PipelineContext, works: Sequence[Work]) -> None: ...
 
-    def rows(self, work: Work, conversation_id: str, *, keep_text: bool) -> list[Any]: ...
+    def rows(self, work: Work, conversation_id: str) -> list[Any]: ...
 
 
 def unit_interval(value: Any) -> float | None:

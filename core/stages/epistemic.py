@@ -58,7 +58,7 @@ class EpistemicStage:
                     f"Claim audit: {report.flagged_claims} of {report.total_claims} claims flagged"
                 )
 
-    def rows(self, work: Work, conversation_id: str, *, keep_text: bool) -> list[Any]:
+    def rows(self, work: Work, conversation_id: str) -> list[Any]:
         """The ``claim_audit`` rows of a record's report."""
         report = work.epistemic
         if report is None:
@@ -68,7 +68,7 @@ class EpistemicStage:
             m.ClaimAudit(
                 conversation_id=conversation_id,
                 claim_id=str(c.claim_id)[:64],
-                claim_text=c.claim_text if keep_text else None,
+                claim_text=c.claim_text,
                 evidence_ids=list(c.evidence_ids),
                 evidence_support=unit_interval(c.evidence_support),
                 evidence_dependence=unit_interval(c.evidence_dependence),

@@ -58,7 +58,7 @@ class EvidenceStage:
                     "evidence quotes not found in the transcript"
                 )
 
-    def rows(self, work: Work, conversation_id: str, *, keep_text: bool) -> list[Any]:
+    def rows(self, work: Work, conversation_id: str) -> list[Any]:
         result = work.evidence
         if result is None:
             return []

@@ -70,5 +70,5 @@ class GroundingStage:
             if degraded:
                 log.debug("grounding tiers not run: %d", len(degraded))
 
-    def rows(self, work: Work, conversation_id: str, *, keep_text: bool) -> list[Any]:
+    def rows(self, work: Work, conversation_id: str) -> list[Any]:
         return []  # the pipeline writes the statement rows (see the module docstring)

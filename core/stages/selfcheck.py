@@ -80,7 +80,7 @@ class SelfCheckStage:
                     f"(risk {result.risk_score:.2f})"
                 )
 
-    def rows(self, work: Work, conversation_id: str, *, keep_text: bool) -> list[Any]:
+    def rows(self, work: Work, conversation_id: str) -> list[Any]:
         """The ``selfcheck_result`` row of a record (also when the check did not run)."""
         status = work.checks.get(self.name)
         if status is None or status.status == "skipped":
@@ -99,7 +99,7 @@ class SelfCheckStage:
         scores = [
             {
                 "index": s.index,
-                "text": s.text if keep_text else None,
+                "text": s.text,
                 "score": s.score,
                 "rank": s.rank,
             }

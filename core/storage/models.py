@@ -7,6 +7,7 @@ conversation. Timestamps are timezone-aware UTC (:class:`UTCDateTime`).
 from __future__ import annotations
 
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import (
@@ -22,6 +23,8 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.orm import Mapper
 from sqlmodel import Field, SQLModel
 
 from core.storage.types import JSONType, UTCDateTime, utcnow
@@ -50,8 +53,9 @@ def _fk(target: str, *, ondelete: str, nullable: bool = False, index: bool = Tru
 
 # Column info key of a column that holds patient text (copied from or derived from a record):
 # its value names the columns of the same row that say which conversation the text belongs to.
-# Retention derives what to clear from these tags (:func:`patient_text_columns`), so a new
-# text column is purged as soon as it is tagged, and a schema test fails until it is tagged.
+# Retention (:func:`patient_text_columns`) and the pipeline with conversation history off
+# (:func:`strip_patient_text`) derive what to clear from these tags, so a new text column is
+# purged and left unstored as soon as it is tagged, and a schema test fails until it is tagged.
 PATIENT_TEXT = "patient_text"
 
 
@@ -67,6 +71,24 @@ def patient_text_columns() -> list[tuple[Any, str, tuple[str, ...]]]:
         for column in table.columns
         if PATIENT_TEXT in column.info
     ]
+
+
+@cache
+def _patient_text_attributes(model: type) -> tuple[str, ...]:
+    mapper: Mapper[Any] = sa_inspect(model)
+    return tuple(
+        prop.key
+        for prop in mapper.column_attrs
+        if any(PATIENT_TEXT in column.info for column in prop.columns)
+    )
+
+
+def strip_patient_text(row: SQLModel) -> None:
+    """Set every column of ``row`` tagged as patient text to ``None`` (in place): what is
+    stored of a record when conversation history is off. Scores, statuses, offsets and
+    hashes stay."""
+    for key in _patient_text_attributes(type(row)):
+        setattr(row, key, None)
 
 
 def _pk() -> Any:

@@ -40,6 +40,7 @@ from core.storage.models import (
     SelfCheckResult,
     StatementCheck,
     patient_text_columns,
+    strip_patient_text,
 )
 from core.storage.thresholds import review_threshold
 from core.text import content_hash
@@ -78,6 +79,13 @@ class ConversationBundle:
         """Every check row, list after list (the one place that names the lists)."""
         for name in dict.fromkeys(_BUNDLE_LIST.values()):
             yield from getattr(self, name)
+
+    def strip_patient_text(self) -> None:
+        """Clear every column tagged as patient text in every row held (conversation history
+        off): which columns is read from the schema's tags, as retention does."""
+        strip_patient_text(self.conversation)
+        for row in self.children():
+            strip_patient_text(row)
 
 
 # Which list of a bundle holds each child table's rows.

@@ -6,6 +6,7 @@ import logging
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from core.checks import OK, skipped
@@ -13,6 +14,7 @@ from core.config import load_settings
 from core.pipeline import QualityPipeline
 from core.records import ConversationRecord
 from core.stages import GroundingStage
+from core.storage import models as m
 from core.storage import repo
 from core.storage.db import read_session
 
@@ -193,6 +195,97 @@ def test_disabled_history_keeps_scores_not_text(engine: Engine) -> None:
     assert all(st.statement is None for st in d.statements)
 
 
+# Tables with patient-text columns that the pipeline does not write, each with the reason;
+# every other one must get rows from the records below, so that no column is NULL by absence.
+NOT_WRITTEN_BY_THE_PIPELINE = {
+    "review": "a clinician's verdict, given after storing",
+    "ingest_job": "the queue's copy of a record, written before the pipeline runs",
+}
+SENTINEL = "Zorblatt Quixley"
+
+
+def history_batch() -> list[ConversationRecord]:
+    """Two answers about one patient that fill every table the pipeline writes: statements
+    with evidence and reasons, contradictions with the earlier answer (a dose, an allergy, a
+    diagnosis), mentions with doses, SelfCheck sentences, claims, evidence counts, confidence."""
+    return [
+        rec(
+            1,
+            2,
+            f"{SENTINEL} takes metformin 500 mg twice daily. She is allergic to penicillin. "
+            "She has type 2 diabetes.",
+        ),
+        rec(
+            2,
+            9,
+            f"{SENTINEL} takes metformin 1000 mg twice daily and warfarin 5 mg daily. "
+            "No known drug allergies. She has no history of diabetes.",
+            samples=[f"{SENTINEL} takes metformin 500 mg.", "Metformin 500 mg twice daily."],
+            evidence={"PHQ8_Sleep": ["metformin 500 mg", f"{SENTINEL} sleeps badly"]},
+            temperature=0.3,
+        ),
+    ]
+
+
+def stored_patient_text(engine: Engine) -> dict[str, list[object]]:
+    """Every stored value of every column tagged as patient text, by ``table.column`` (a JSON
+    column cleared reads back as None too)."""
+    with read_session(engine) as s:
+        return {
+            f"{table.name}.{column}": list(s.execute(select(table.c[column])).scalars())
+            for table, column, _ in m.patient_text_columns()
+        }
+
+
+@pytest.mark.parametrize("history", [False, True], ids=["history-off", "history-on"])
+def test_history_off_stores_no_tagged_column_of_any_table(engine: Engine, history: bool) -> None:
+    """With conversation history off, every column the schema tags as patient text is empty
+    in every row the pipeline stored, whatever table holds it (the column list comes from the
+    tags, so a new tagged column is covered without editing this test); scores are kept.
+    With history on, the same records keep their text."""
+    settings = load_settings(enable_conversation_history=history)
+    reports = QualityPipeline(settings=settings, engine=engine, llm=None).process_many(
+        history_batch()
+    )
+    assert reports[1].checks["selfcheck"].status == "ok"
+    assert reports[1].consistency is not None
+    assert reports[1].consistency.contradictions
+    values = stored_patient_text(engine)
+    written = {t.name for t, _, _ in m.patient_text_columns()} - set(NOT_WRITTEN_BY_THE_PIPELINE)
+    with read_session(engine) as s:
+        rowless = [
+            name
+            for name in sorted(written)
+            if s.execute(
+                select(func.count()).select_from(m.SQLModel.metadata.tables[name])
+            ).scalar_one()
+            == 0
+        ]
+    assert rowless == [], "the records should give rows in every table the pipeline writes"
+    with read_session(engine) as s:
+        detail = repo.get_conversation(session=s, conversation_id="r-2")
+    assert detail is not None
+    assert detail.conversation.grounding_score is not None
+    assert detail.conversation.consistency_score is not None
+    assert all(st.statement_hash and st.status for st in detail.statements)
+    if history:
+        assert all(values["conversation.query"])
+        assert all(values["conversation.answer"])
+        assert any(SENTINEL in str(v) for v in values["statement_check.statement"])
+        return
+    stored = [key for key, vs in values.items() if any(v is not None for v in vs)]
+    assert stored == [], "columns tagged as patient text stored with history off"
+    with read_session(engine) as s:  # and nowhere else either
+        left = [
+            f"{table.name}.{k}"
+            for table in m.SQLModel.metadata.sorted_tables
+            for row in s.execute(select(table)).mappings()
+            for k, v in row.items()
+            if SENTINEL in str(v)
+        ]
+    assert left == []
+
+
 def test_pipeline_logs_no_patient_text(
     pipeline: QualityPipeline, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -290,7 +383,7 @@ class WordCountStage:
             w.results[self.name] = len(w.record.answer.split())
             w.checks[self.name] = OK if w.record.answer.strip() else skipped("empty answer")
 
-    def rows(self, work: object, conversation_id: str, *, keep_text: bool) -> list[object]:
+    def rows(self, work: object, conversation_id: str) -> list[object]:
         return []
 
 
