@@ -278,15 +278,42 @@ def _split_segment(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return out
 
 
+# A line that ends with one of these words (or a comma, a hyphen, an open bracket) goes on
+# into the next line; so does any line as long as a wrapped paragraph's.
+_CONTINUES_RE = re.compile(
+    r"(?:[,(/&+-]|\b(?:a|an|the|and|or|but|of|to|in|on|at|for|with|by|from|as|than|into|"
+    r"per|is|are|was|were|be|has|have|had|not|no|x)\b)\s*$",
+    re.I,
+)
+_WRAP_WIDTH = 64
+
+
+def _line_ends_unit(line: str, next_line: str) -> bool:
+    """Whether a line break ends a statement in a note written one fact per line
+    ("No ear discharge or ear pain\nYou feel nauseous"): a short line that does not run
+    on, followed by a line that starts as a sentence does (a capital or a digit)."""
+    body, nxt = line.strip(), next_line.lstrip()
+    return (
+        bool(nxt)
+        and (nxt[0].isupper() or nxt[0].isdigit())
+        and len(body) < _WRAP_WIDTH
+        and not _CONTINUES_RE.search(body)
+    )
+
+
 def _segments(text: str) -> list[tuple[int, int]]:
     """Paragraph-level ranges: lines are joined unless a blank line, bullet, number,
-    header or speaker tag starts a new unit. Leading markers and headers are excluded."""
+    header or speaker tag starts a new unit, or the line before is a whole short line of
+    its own (:func:`_line_ends_unit`). Leading markers and headers are excluded."""
     segments: list[tuple[int, int]] = []
     current: list[int] | None = None
     pos = 0
+    previous = ""
     for line in text.splitlines(keepends=True):
         line_start, body = pos, line.rstrip("\r\n")
         pos += len(line)
+        ends_previous = bool(current) and _line_ends_unit(previous, body)
+        previous = body
         if not body.strip():
             if current:
                 segments.append((current[0], current[1]))
@@ -313,7 +340,7 @@ def _segments(text: str) -> list[tuple[int, int]]:
                 segments.append((current[0], current[1]))
             current = None
             continue
-        if new_unit or current is None:
+        if new_unit or ends_previous or current is None:
             if current:
                 segments.append((current[0], current[1]))
             current = [content_start, line_end]

@@ -61,6 +61,32 @@ def test_a_stop_set_off_by_a_space_ends_a_sentence() -> None:
     assert [s.text for s in split_sentences("No. 5 was given.")] == ["No. 5 was given."]
 
 
+def test_a_note_written_one_fact_per_line_is_one_statement_per_line() -> None:
+    note = (
+        "Hx: dizziness for the past few hours\n"
+        "No ear discharge or ear pain\n"
+        "Feels nauseous but not been sick\n"
+        "3/7 hx of diarrhoea, mainly watery"
+    )
+    assert [s.text for s in split_sentences(note)] == [
+        "dizziness for the past few hours",
+        "No ear discharge or ear pain",
+        "Feels nauseous but not been sick",
+        "3/7 hx of diarrhoea, mainly watery",
+    ]
+
+
+def test_a_wrapped_paragraph_stays_one_sentence() -> None:
+    # long lines (a wrapped paragraph) and lines that run on (a trailing "and", a comma) join
+    wrapped = (
+        "The patient is a 54-year-old man who presents today with three days of chest\n"
+        "Pain radiating to the left arm, worse on exertion and\n"
+        "Relieved by rest."
+    )
+    assert len(split_sentences(wrapped)) == 1
+    assert len(split_sentences("Takes metformin,\nLisinopril and aspirin.")) == 1
+
+
 def test_sentence_ends_before_a_unit_at_the_end() -> None:
     assert texts(split_sentences("He takes 500 mg. He is well.")) == [
         "He takes 500 mg.",
