@@ -4,7 +4,8 @@ The shipped model's probability is one signal; the share of the statement's word
 evidence (and the whole source) does not say, and whether a fact check finds a conflict or a
 missing specific, are the others (``core.grounding.verifier.COMBINED_SIGNALS``). A logistic
 regression over them, fitted here on dev rows only (ACI-Bench ``valid.csv``, the MTS-Dialog
-dev encounters of :func:`core.grounding.splits.split_of`, MedHallu rows 5-6), gives each
+dev encounters of :func:`core.grounding.splits.split_of`, PriMock57's day 4, MedHallu rows
+5-6), gives each
 statement its calibrated probability of support. The threshold is the one with the best F1
 whose false alarms on real reference sentences of the dev visits stay within
 ``--max-false-alarms`` (10 %, the ceiling the benchmarks hold the verifier to). Everything is
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 from _common import base_parser, print_table, require_data
-from verifier_data import benchmark_items
+from verifier_data import benchmark_items, primock_encounters
 
 from core.grounding.verifier import SIGNAL_SIGNS as SIGNS
 
@@ -58,6 +59,15 @@ def dev_cases(data: Path, seed: int) -> list[tuple[str, list[Any], list[tuple[st
                     [(s, int(k is not None), k or "reference") for s, k, _ in items],
                 )
             )
+    for enc in primock_encounters(data, splits=("dev",)):
+        items = benchmark_items(enc.note, enc.dialogue, rng)
+        cases.append(
+            (
+                "primock",
+                [SourceChunk("visit", enc.dialogue, "transcript")],
+                [(s, int(k is not None), k or "reference") for s, k, _ in items],
+            )
+        )
     path = require_data(data, "medhallu", "medhallu_pqa_labeled.jsonl")
     with path.open(encoding="utf-8") as fh:
         for i, line in enumerate(fh):
@@ -207,7 +217,9 @@ def main() -> None:
     settings = json.loads(path.read_text("utf-8"))
     settings["combination"] = {
         **params,
-        "fitted_on": {g: sum(r["group"] == g for r in rows) for g in ("aci", "mts", "medhallu")},
+        "fitted_on": {
+            g: sum(r["group"] == g for r in rows) for g in ("aci", "mts", "primock", "medhallu")
+        },
         "command": "python benchmarks/fit_verifier.py"
         + (f" --families {args.families}" if args.families else ""),
     }

@@ -22,7 +22,11 @@ the chance that at least one statement is unsupported (one minus the product of 
 statements' support). The share of the section's words the dialogue never says is the
 baseline any verifier must beat.
 
-    python benchmarks/grounding_mts.py --data ../shared/data [--sets 1,2] [--encounters N]
+With ``--sets primock`` (in the default) the same is measured on PriMock57's test
+consultations (day 5): clinicians' own shorthand notes of mock primary-care consultations
+against their manual transcripts, a style of note no other set has.
+
+    python benchmarks/grounding_mts.py --data ../shared/data [--sets 1,2,primock] [--encounters N]
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from collections import defaultdict
 from typing import Any
 
 from _common import base_parser, prf, print_json, print_table, require_data
-from verifier_data import benchmark_items
+from verifier_data import benchmark_items, primock_encounters
 
 SETS = {
     "1": "MTS-Dialog-TestSet-1-MEDIQA-Chat-2023.csv",
@@ -170,14 +174,27 @@ def test_cases(rows: list[dict[str, str]], seed: int) -> list[tuple[list[Any], l
 
 
 def load_set(data: Any, key: str) -> list[dict[str, str]]:
-    """The rows of MTS-Dialog test set ``key`` ("1" or "2")."""
+    """The rows of MTS-Dialog test set ``key`` ("1" or "2"), or with ``key`` "primock" the
+    test consultations of PriMock57 (day 5: a clinician's whole note against the merged
+    transcript, another hand and another country's primary care)."""
+    if key == "primock":
+        return [
+            {"dialogue": e.dialogue, "section_text": e.note}
+            for e in primock_encounters(data, splits=("test",))
+        ]
     with require_data(data, "mts_dialog", SETS[key]).open(newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
 
 
+def set_name(key: str) -> str:
+    return "PriMock57 day 5" if key == "primock" else f"TestSet-{key}"
+
+
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument("--sets", default="1,2", help="which test sets (1, 2 or both)")
+    parser.add_argument(
+        "--sets", default="1,2,primock", help="which test sets (1, 2, primock; comma-separated)"
+    )
     parser.add_argument("--encounters", type=int, default=0, help="sample N per set (0: all)")
     parser.add_argument(
         "--verifiers", default="learned,rules", help="which verifiers: learned, rules or both"
@@ -210,7 +227,7 @@ def main() -> None:
         baseline = prf([0] * n_real + [1] * n_hall, [1] * (n_real + n_hall))
         summary.append(
             {
-                "set": f"TestSet-{key}",
+                "set": set_name(key),
                 "verifier": "flag everything",
                 "f1": baseline[2],
                 "precision": baseline[0],
@@ -222,7 +239,7 @@ def main() -> None:
         baseline_rows = section_texts(cases, args.seed)
         whole.append(
             {
-                "set": f"TestSet-{key}",
+                "set": set_name(key),
                 "ranked by": "new words (baseline)",
                 "sections": len(baseline_rows),
                 "auroc": auroc([y for y, _ in baseline_rows], [v for _, v in baseline_rows]),
@@ -239,7 +256,7 @@ def main() -> None:
             ):
                 whole.append(
                     {
-                        "set": f"TestSet-{key}",
+                        "set": set_name(key),
                         "ranked by": f"{label}: {name}",
                         "sections": len(rows_),
                         "auroc": auroc(ys, [r[col] for r in rows_]),
@@ -248,7 +265,7 @@ def main() -> None:
             details[f"{key}/{label}"] = out
             summary.append(
                 {
-                    "set": f"TestSet-{key}",
+                    "set": set_name(key),
                     "verifier": label,
                     "f1": out["f1"],
                     "precision": out["precision"],
@@ -261,11 +278,12 @@ def main() -> None:
             print_table(
                 out["per_kind"],
                 ["kind", "n", "precision", "recall", "f1"],
-                f"TestSet-{key}, {label}: {len(rows)} encounters, {out['real_sentences']} real "
+                f"{set_name(key)}, {label}: {len(rows)} encounters, {out['real_sentences']} real "
                 f"sentences, {out['hallucinations']} hallucinations (seed {args.seed})",
             )
     print(
-        "MTS-Dialog test sets: real reference sentences vs generated hallucinations "
+        "MTS-Dialog test sets and PriMock57's test notes: real reference sentences vs generated "
+        "hallucinations "
         "(targets: F1 >= 0.85 with <= 10 % false alarms)"
     )
     print_table(

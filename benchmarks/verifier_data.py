@@ -1,12 +1,14 @@
 """(statement, evidence, label) pairs for the learned verifier, from public data only.
 
-Clinical pairs: each sentence of a reference note (ACI-Bench) or note section (MTS-Dialog,
-with its back-translated copies) against the passages of its own visit that the verifier
-would read it against (:meth:`GroundingVerifier.evidence_texts`: the same retrieval as in the
-product). Notes sometimes add what the visit never says, so a reference sentence is kept as a
-positive only when the evidence says at least half of its content words
-(``MAX_POSITIVE_NOVELTY``), or three quarters and means much the same (``RESCUE_*``); the
-rest are left out and counted. Negatives are made from kept
+Clinical pairs: each sentence of a reference note (ACI-Bench; the clinicians' notes of
+PriMock57's mock primary-care consultations, read against their merged per-speaker
+transcripts) or note section (MTS-Dialog, with its back-translated copies) against the
+passages of its own visit that the verifier would read it against
+(:meth:`GroundingVerifier.evidence_texts`: the same retrieval as in the product). Notes
+sometimes add what the visit never says, so a reference sentence is kept as a positive only
+when the evidence says at least half of its content words (``MAX_POSITIVE_NOVELTY``), or
+three quarters and means much the same (``RESCUE_*``); the rest are left out and counted.
+Negatives are made from kept
 positives with a fixed seed (:mod:`core.grounding.perturb`: changed specifics, flipped
 negations, additions never said, merged facts, hedges made certain), plus a sentence of
 another visit's note read against this visit, plus a positive read against a passage of its
@@ -24,6 +26,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -130,6 +133,58 @@ def clinical_encounters(
                 )
             )
     assert all(e.split != "test" for e in out)
+    return out
+
+
+_TEXTGRID_RE = re.compile(
+    r'intervals \[\d+\]:\s*xmin = ([\d.]+)\s*xmax = [\d.]+\s*text = "((?:[^"]|"")*)"'
+)
+_TRANSCRIPT_TAG_RE = re.compile(r"</?UNSURE>|<[A-Z_]+/>")
+
+
+def _textgrid_turns(path: Path, speaker: str) -> list[tuple[float, str, str]]:
+    """(start time, speaker, words) of every non-empty interval of a Praat TextGrid, with
+    the transcribers' marks taken out (<UNSURE>word</UNSURE> keeps the word)."""
+    turns = []
+    for m in _TEXTGRID_RE.finditer(path.read_text(encoding="utf-8")):
+        words = " ".join(_TRANSCRIPT_TAG_RE.sub(" ", m.group(2).replace('""', '"')).split())
+        if words:
+            turns.append((float(m.group(1)), speaker, words))
+    return turns
+
+
+def primock_transcript(folder: Path, visit: str) -> str:
+    """A PriMock57 consultation's two per-speaker transcripts merged by time into a
+    dialogue, one "Doctor:" or "Patient:" line per turn (a speaker's consecutive intervals
+    joined)."""
+    turns = sorted(
+        _textgrid_turns(folder / f"{visit}_doctor.TextGrid", "Doctor")
+        + _textgrid_turns(folder / f"{visit}_patient.TextGrid", "Patient")
+    )
+    lines: list[list[str]] = []
+    for _, speaker, words in turns:
+        if lines and lines[-1][0] == speaker:
+            lines[-1][1] += " " + words
+        else:
+            lines.append([speaker, words])
+    return "\n".join(f"{speaker}: {words}" for speaker, words in lines)
+
+
+def primock_encounters(data: Path, *, splits: Sequence[str] = ("train", "dev")) -> list[Encounter]:
+    """The PriMock57 consultations of ``splits`` (:func:`split_of`): each clinician's note
+    against the transcript of its consultation."""
+    from core.grounding.splits import split_of
+
+    root = require_data(data, "verification", "PriMock57")
+    out = []
+    for note_file in sorted((root / "notes").glob("day*_consultation*.json")):
+        split = split_of("primock", note_file.name)
+        if split not in splits:
+            continue
+        visit = note_file.stem
+        note = json.loads(note_file.read_text(encoding="utf-8"))["note"]
+        dialogue = primock_transcript(root / "transcripts", visit)
+        out.append(Encounter("primock", note_file.name, visit, split, dialogue, note, ""))
     return out
 
 
@@ -249,12 +304,14 @@ def _verifier() -> Any:
 
 
 def clinical_rows(data: Path, *, seed: int, augmented_share: float) -> Iterator[Row]:
-    """The pairs of every ACI-Bench and MTS-Dialog train/dev encounter."""
+    """The pairs of every ACI-Bench, MTS-Dialog and PriMock57 train/dev encounter."""
     from core.text import split_statements
 
     rng = random.Random(seed)
     verifier = _verifier()
     encounters = clinical_encounters(data, augmented_share=augmented_share, rng=rng)
+    encounters += primock_encounters(data)
+    assert all(e.split != "test" for e in encounters)
     by_header: dict[tuple[str, str], list[Encounter]] = {}
     for enc in encounters:
         by_header.setdefault((enc.split, enc.header or enc.dataset), []).append(enc)

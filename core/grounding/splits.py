@@ -13,6 +13,8 @@ files and how many rows went into training.
   TestSet-1 and TestSet-2 are test.
 - MedHallu: rows whose index modulo 10 is 0-4 train, 5-6 are dev, 7-9 test (the benchmark's
   development split is 0-6).
+- PriMock57 (clinicians' notes of mock primary-care consultations, with their transcripts):
+  the consultations of days 1-3 train, day 4 is dev, day 5 is test.
 - Anything else is test: a file this rule does not know never reaches training.
 """
 
@@ -38,9 +40,12 @@ MTS_TEST = (
 )
 
 
-def split_of(dataset: Literal["aci", "mts", "medhallu"], file: str, row: int | str = 0) -> Split:
+def split_of(
+    dataset: Literal["aci", "mts", "medhallu", "primock"], file: str, row: int | str = 0
+) -> Split:
     """The split of one row: ``dataset``, the file's name, and the row's key (MTS-Dialog:
-    the encounter ``ID``; MedHallu: the 0-based line index; ACI-Bench: unused)."""
+    the encounter ``ID``; MedHallu: the 0-based line index; ACI-Bench and PriMock57, whose
+    files are one visit each ("day4_consultation07.json"): unused)."""
     if dataset == "aci":
         return "train" if file == ACI_TRAIN else "dev" if file == ACI_DEV else "test"
     if dataset == "mts":
@@ -53,4 +58,10 @@ def split_of(dataset: Literal["aci", "mts", "medhallu"], file: str, row: int | s
     if dataset == "medhallu":
         rest = int(row) % 10
         return "train" if rest <= 4 else "dev" if rest <= 6 else "test"
+    if dataset == "primock":
+        m = re.match(r"day(\d+)_consultation\d+(?!\d)", file)
+        if m is None:
+            return "test"
+        day = int(m.group(1))
+        return "train" if day <= 3 else "dev" if day == 4 else "test"
     return "test"

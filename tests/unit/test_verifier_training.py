@@ -45,6 +45,15 @@ def test_medhallu_rows_follow_the_benchmark_split() -> None:
     assert splits[10:] == splits[:10]
 
 
+def test_primock_days_1_to_3_train_day_4_is_dev_day_5_is_test() -> None:
+    assert split_of("primock", "day1_consultation15.json") == "train"
+    assert split_of("primock", "day3_consultation01_doctor.TextGrid") == "train"
+    assert split_of("primock", "day4_consultation07.json") == "dev"
+    assert split_of("primock", "day5_consultation01.json") == "test"
+    assert split_of("primock", "day5_consultation12_patient.TextGrid") == "test"
+    assert split_of("primock", "notes.json") == "test"  # an unknown file never trains
+
+
 SOURCE = (
     "Doctor: How is the knee? Patient: The left knee still hurts when I climb stairs. "
     "Doctor: Are you taking the ibuprofen? Patient: Yes, 400 mg twice a day. "
