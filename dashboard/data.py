@@ -434,7 +434,7 @@ def save_verdict(
             session=s,
             statement_check_id=statement_check_id,
             reviewer=reviewer,
-            verdict=verdict,  # type: ignore[arg-type]
+            verdict=verdict,
             note=note.strip() or None,
         )
         repo.record_audit(

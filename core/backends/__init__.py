@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 from core.checks import OK, CheckStatus, unavailable
 
 if TYPE_CHECKING:
-    from core.backends.embedder import Embedder, EmbeddingStore
-    from core.backends.llm import LLMClient, ResponseCache
+    from core.backends.caches import EmbeddingStore, ResponseCache
+    from core.backends.embedder import Embedder
+    from core.backends.llm import LLMClient
     from core.backends.nli import NLIModel
     from core.grounding.learned import SupportModel
 

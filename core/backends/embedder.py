@@ -41,10 +41,11 @@ from collections.abc import Iterator, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
+from core.backends.caches import EmbeddingStore
 from core.text import content_hash
 
 log = logging.getLogger(__name__)
@@ -59,14 +60,6 @@ _TEXT_COST = 4  # the fast encoder's work per text, in tokens (for cutting lists
 
 class EmbeddingUnavailableError(RuntimeError):
     """The embedding model could not be loaded (missing package or path)."""
-
-
-class EmbeddingStore(Protocol):
-    """Persistent cache of embeddings keyed by (model, content hash)."""
-
-    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
-
-    def put_many(self, model: str, vectors: dict[str, np.ndarray]) -> None: ...
 
 
 def default_model_path() -> str:

@@ -14,10 +14,10 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import httpx
 
+from core.backends.caches import ChatResponse, ResponseCache
 from core.text import content_hash
 
 log = logging.getLogger(__name__)
@@ -43,19 +43,6 @@ class LLMResponseError(LLMError):
     status = "failed"
 
 
-@dataclass(frozen=True, slots=True)
-class ChatResponse:
-    """One chat completion with its accounting."""
-
-    text: str
-    model: str
-    prompt_tokens: int
-    completion_tokens: int
-    latency_ms: float
-    cached: bool = False
-    finish_reason: str | None = None
-
-
 @dataclass(slots=True)
 class Usage:
     """Running totals of the calls made by one client."""
@@ -77,14 +64,6 @@ class Usage:
             self.prompt_tokens += response.prompt_tokens
             self.completion_tokens += response.completion_tokens
             self.latency_ms += response.latency_ms
-
-
-class ResponseCache(Protocol):
-    """Stores chat responses by key (the database implements it, see storage.repo)."""
-
-    def get(self, key: str) -> ChatResponse | None: ...
-
-    def put(self, key: str, response: ChatResponse) -> None: ...
 
 
 def cache_key(model: str, messages: Sequence[Message], params: dict[str, object]) -> str:

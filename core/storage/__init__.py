@@ -1,1 +1,2 @@
-"""Storage: SQLModel tables, engine/sessions, queries (repo), Alembic migrations."""
+"""Storage: SQLModel tables, engine/sessions, one module of functions per job (writes,
+queries, answers, purge, caches, ...; ``repo`` re-exports them), Alembic migrations."""

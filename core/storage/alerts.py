@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from sqlalchemy import case, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from core.storage.models import (
     AlertDelivery,
@@ -26,7 +26,7 @@ from core.storage.models import (
     Review,
     StatementCheck,
 )
-from core.storage.repo import record_audit
+from core.storage.writes import record_audit
 
 State = Literal["open", "acknowledged", "resolved"]
 STATES: tuple[State, ...] = ("open", "acknowledged", "resolved")
@@ -64,7 +64,7 @@ def _open_firing(session: Session, key: str) -> AlertFiring | None:
     writers adding to it one after the other, never over each other)."""
     stmt = (
         select(AlertFiring)
-        .where(AlertFiring.condition_key == key, AlertFiring.state != "resolved")
+        .where(col(AlertFiring.condition_key) == key, col(AlertFiring.state) != "resolved")
         .with_for_update()
     )
     return session.execute(stmt).scalars().first()
@@ -128,14 +128,14 @@ def list_firings(
     """Firings in the given states: open first, then acknowledged, then resolved; the most
     recent first within each."""
     order = case(
-        (AlertFiring.state == "open", 0),
-        (AlertFiring.state == "acknowledged", 1),
+        (col(AlertFiring.state) == "open", 0),
+        (col(AlertFiring.state) == "acknowledged", 1),
         else_=2,
     )
     stmt = (
         select(AlertFiring)
-        .where(AlertFiring.state.in_(list(states)))
-        .order_by(order, AlertFiring.last_at.desc(), AlertFiring.id.desc())
+        .where(col(AlertFiring.state).in_(list(states)))
+        .order_by(order, col(AlertFiring.last_at).desc(), col(AlertFiring.id).desc())
         .limit(limit)
     )
     return list(session.execute(stmt).scalars())
@@ -143,7 +143,7 @@ def list_firings(
 
 def count_firings(*, session: Session) -> dict[str, int]:
     """How many firings are in each state."""
-    stmt = select(AlertFiring.state, func.count()).group_by(AlertFiring.state)
+    stmt = select(col(AlertFiring.state), func.count()).group_by(col(AlertFiring.state))
     found = {str(s): int(n) for s, n in session.execute(stmt)}
     return {s: found.get(s, 0) for s in STATES}
 
@@ -218,8 +218,8 @@ def list_deliveries(
     """Delivery attempts, newest first (of one firing, or all)."""
     stmt = select(AlertDelivery)
     if firing_id is not None:
-        stmt = stmt.where(AlertDelivery.firing_id == firing_id)
-    stmt = stmt.order_by(AlertDelivery.at.desc(), AlertDelivery.id.desc()).limit(limit)
+        stmt = stmt.where(col(AlertDelivery.firing_id) == firing_id)
+    stmt = stmt.order_by(col(AlertDelivery.at).desc(), col(AlertDelivery.id).desc()).limit(limit)
     return list(session.execute(stmt).scalars())
 
 
@@ -249,27 +249,27 @@ def answer_facts(*, session: Session, conversation_ids: Sequence[str]) -> list[A
         return []
     ids = list(dict.fromkeys(conversation_ids))
     grounding = (
-        select(StatementCheck.conversation_id, func.count().label("n"))
+        select(col(StatementCheck.conversation_id), func.count().label("n"))
         .where(
-            StatementCheck.conversation_id.in_(ids),
-            StatementCheck.status == "contradicted",
+            col(StatementCheck.conversation_id).in_(ids),
+            col(StatementCheck.status) == "contradicted",
         )
-        .group_by(StatementCheck.conversation_id)
+        .group_by(col(StatementCheck.conversation_id))
     )
     contradicted = {str(c): int(n) for c, n in session.execute(grounding)}
     earlier = (
-        select(ConsistencyCheck.current_conversation_id, func.count().label("n"))
+        select(col(ConsistencyCheck.current_conversation_id), func.count().label("n"))
         .where(
-            ConsistencyCheck.current_conversation_id.in_(ids),
-            ConsistencyCheck.is_consistent.is_(False),
+            col(ConsistencyCheck.current_conversation_id).in_(ids),
+            col(ConsistencyCheck.is_consistent).is_(False),
         )
-        .group_by(ConsistencyCheck.current_conversation_id)
+        .group_by(col(ConsistencyCheck.current_conversation_id))
     )
     inconsistent = {str(c): int(n) for c, n in session.execute(earlier)}
     stmt = (
         select(Conversation)
-        .where(Conversation.id.in_(ids))
-        .order_by(Conversation.query_timestamp, Conversation.id)
+        .where(col(Conversation.id).in_(ids))
+        .order_by(col(Conversation.query_timestamp), col(Conversation.id))
     )
     return [
         AnswerFacts(
@@ -292,8 +292,8 @@ def external_ids(*, session: Session, conversation_ids: Sequence[str]) -> dict[s
     """The record id each answer was sent with, by conversation id."""
     if not conversation_ids:
         return {}
-    stmt = select(Conversation.id, Conversation.external_id).where(
-        Conversation.id.in_(list(conversation_ids))
+    stmt = select(col(Conversation.id), col(Conversation.external_id)).where(
+        col(Conversation.id).in_(list(conversation_ids))
     )
     return {str(c): str(e) for c, e in session.execute(stmt)}
 
@@ -301,8 +301,8 @@ def external_ids(*, session: Session, conversation_ids: Sequence[str]) -> dict[s
 def recent_answer_ids(*, session: Session, limit: int) -> list[str]:
     """The ids of the ``limit`` most recent answers (by their time)."""
     stmt = (
-        select(Conversation.id)
-        .order_by(Conversation.query_timestamp.desc(), Conversation.id.desc())
+        select(col(Conversation.id))
+        .order_by(col(Conversation.query_timestamp).desc(), col(Conversation.id).desc())
         .limit(limit)
     )
     return [str(i) for i in session.execute(stmt).scalars()]
@@ -310,9 +310,9 @@ def recent_answer_ids(*, session: Session, limit: int) -> list[str]:
 
 def latest_answer_time_by_model(*, session: Session) -> dict[str, datetime]:
     """The time of each model's most recent answer."""
-    stmt = select(Conversation.model_used, func.max(Conversation.query_timestamp)).group_by(
-        Conversation.model_used
-    )
+    stmt = select(
+        col(Conversation.model_used), func.max(col(Conversation.query_timestamp))
+    ).group_by(col(Conversation.model_used))
     return {str(mdl): at for mdl, at in session.execute(stmt) if at is not None}
 
 
@@ -329,20 +329,20 @@ class WindowCounts:
 def window_counts(*, session: Session, model: str, start: datetime, end: datetime) -> WindowCounts:
     """Counts of ``model``'s answers with ``start < time <= end``."""
     where = (
-        Conversation.model_used == model,
-        Conversation.query_timestamp > start,
-        Conversation.query_timestamp <= end,
+        col(Conversation.model_used) == model,
+        col(Conversation.query_timestamp) > start,
+        col(Conversation.query_timestamp) <= end,
     )
     total, flagged = session.execute(
         select(
             func.count(),
-            func.coalesce(func.sum(case((Conversation.is_flagged.is_(True), 1), else_=0)), 0),
+            func.coalesce(func.sum(case((col(Conversation.is_flagged).is_(True), 1), else_=0)), 0),
         ).where(*where)
     ).one()
     ids_stmt = (
-        select(Conversation.id)
-        .where(*where, Conversation.is_flagged.is_(True))
-        .order_by(Conversation.query_timestamp.desc(), Conversation.id.desc())
+        select(col(Conversation.id))
+        .where(*where, col(Conversation.is_flagged).is_(True))
+        .order_by(col(Conversation.query_timestamp).desc(), col(Conversation.id).desc())
         .limit(MAX_LINKED)
     )
     ids = [str(i) for i in session.execute(ids_stmt).scalars()]
@@ -364,26 +364,26 @@ def recent_verdicts(*, session: Session, limit: int) -> list[Verdict]:
     """The ``limit`` most recent verdicts that are a confirmed hallucination or a false alarm
     ('unsure' left out), the latest per statement, newest first."""
     ranked = select(
-        Review.statement_check_id,
-        Review.verdict,
-        Review.created_at,
+        col(Review.statement_check_id),
+        col(Review.verdict),
+        col(Review.created_at),
         func.row_number()
         .over(
-            partition_by=Review.statement_check_id,
-            order_by=(Review.created_at.desc(), Review.id.desc()),
+            partition_by=col(Review.statement_check_id),
+            order_by=(col(Review.created_at).desc(), col(Review.id).desc()),
         )
         .label("rn"),
     ).subquery()
     stmt = (
         select(
-            StatementCheck.risk,
+            col(StatementCheck.risk),
             ranked.c.verdict,
-            StatementCheck.conversation_id,
+            col(StatementCheck.conversation_id),
             ranked.c.created_at,
         )
-        .join(ranked, ranked.c.statement_check_id == StatementCheck.id)
+        .join(ranked, ranked.c.statement_check_id == col(StatementCheck.id))
         .where(ranked.c.rn == 1, ranked.c.verdict.in_(["confirmed", "false_alarm"]))
-        .order_by(ranked.c.created_at.desc(), StatementCheck.id.desc())
+        .order_by(ranked.c.created_at.desc(), col(StatementCheck.id).desc())
         .limit(limit)
     )
     return [

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, event, text
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlmodel import Session
@@ -125,6 +126,12 @@ def write_session(engine: Engine) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+
+
+def insert_for(session: Session) -> Any:
+    """The ``insert`` of the session's dialect (SQLite or PostgreSQL: both take an
+    ``on_conflict_do_*`` clause)."""
+    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
 
 
 def alembic_config(url: str) -> Any:

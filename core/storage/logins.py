@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
 from core.storage.models import LoginLock
-from core.storage.repo import record_audit
+from core.storage.writes import record_audit
 
 MAX_LOGIN_FAILURES = 5
 LOCK_BASE_S = 60.0

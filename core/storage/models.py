@@ -643,8 +643,8 @@ class RescoreResult(SQLModel, table=True):
 
 
 ALL_TABLES = [
-    m.__table__
-    for m in (  # type: ignore[attr-defined]
+    m.__table__  # type: ignore[union-attr]
+    for m in (
         Patient,
         Conversation,
         StatementCheck,

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, case, delete, func, select, update
+from sqlalchemy import CursorResult, and_, case, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import aliased
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from core.storage.models import Conversation, RescoreResult, RescoreRun
 
@@ -75,7 +75,11 @@ def get_run(*, session: Session, run_id: str) -> RescoreRun | None:
 
 def list_runs(*, session: Session, limit: int = 200) -> list[RescoreRun]:
     """Runs, newest first."""
-    stmt = select(RescoreRun).order_by(RescoreRun.started_at.desc(), RescoreRun.id).limit(limit)
+    stmt = (
+        select(RescoreRun)
+        .order_by(col(RescoreRun.started_at).desc(), col(RescoreRun.id))
+        .limit(limit)
+    )
     return list(session.execute(stmt).scalars())
 
 
@@ -94,28 +98,28 @@ def select_conversation_ids(
     ``stored_before`` (the run's start, so that a resumed run covers the same answers)."""
     conds: list[Any] = []
     if since is not None:
-        conds.append(Conversation.query_timestamp >= since)
+        conds.append(col(Conversation.query_timestamp) >= since)
     if until is not None:
-        conds.append(Conversation.query_timestamp < until)
+        conds.append(col(Conversation.query_timestamp) < until)
     if model is not None:
-        conds.append(Conversation.model_used == model)
+        conds.append(col(Conversation.model_used) == model)
     if patient_id is not None:
-        conds.append(Conversation.patient_id == patient_id)
+        conds.append(col(Conversation.patient_id) == patient_id)
     if only_flagged:
-        conds.append(Conversation.is_flagged.is_(True))
+        conds.append(col(Conversation.is_flagged).is_(True))
     if stored_before is not None:
-        conds.append(Conversation.updated_at <= stored_before)
+        conds.append(col(Conversation.updated_at) <= stored_before)
     stmt = (
-        select(Conversation.id)
+        select(col(Conversation.id))
         .where(*conds)
-        .order_by(Conversation.query_timestamp, Conversation.id)
+        .order_by(col(Conversation.query_timestamp), col(Conversation.id))
     )
     return list(session.execute(stmt).scalars())
 
 
 def done_ids(*, session: Session, run_id: str) -> set[str]:
     """The answers this run has a result for already (what a resumed run skips)."""
-    stmt = select(RescoreResult.conversation_id).where(RescoreResult.run_id == run_id)
+    stmt = select(col(RescoreResult.conversation_id)).where(col(RescoreResult.run_id) == run_id)
     return set(session.execute(stmt).scalars())
 
 
@@ -123,7 +127,7 @@ def stored_answers(*, session: Session, conversation_ids: Sequence[str]) -> list
     """The stored answers with these ids (those that exist), as records and stored scores."""
     if not conversation_ids:
         return []
-    stmt = select(Conversation).where(Conversation.id.in_(list(conversation_ids)))
+    stmt = select(Conversation).where(col(Conversation.id).in_(list(conversation_ids)))
     out = []
     for conv in session.execute(stmt).scalars():
         record = None
@@ -164,7 +168,7 @@ def write_results(*, session: Session, rows: Sequence[dict[str, Any]]) -> int:
     now = datetime.now(UTC)
     stmt = insert(RescoreResult).values([{"checked_at": now, **r} for r in rows])
     stmt = stmt.on_conflict_do_nothing(index_elements=["run_id", "conversation_id"])
-    result = session.execute(stmt)
+    result = cast("CursorResult[Any]", session.execute(stmt))
     return int(result.rowcount or 0)
 
 
@@ -193,9 +197,9 @@ class RunCounts:
 def run_counts(*, session: Session, run_id: str) -> RunCounts:
     """The counts of a run's results by change, counted in SQL."""
     stmt = (
-        select(RescoreResult.change, func.count())
-        .where(RescoreResult.run_id == run_id)
-        .group_by(RescoreResult.change)
+        select(col(RescoreResult.change), func.count())
+        .where(col(RescoreResult.run_id) == run_id)
+        .group_by(col(RescoreResult.change))
     )
     by = {str(change): int(n) for change, n in session.execute(stmt)}
     return RunCounts(
@@ -213,7 +217,7 @@ def finish_run(*, session: Session, run_id: str, selected: int) -> RescoreRun:
     counts = run_counts(session=session, run_id=run_id)
     session.execute(
         update(RescoreRun)
-        .where(RescoreRun.id == run_id)
+        .where(col(RescoreRun.id) == run_id)
         .values(
             status="finished",
             finished_at=datetime.now(UTC),
@@ -234,27 +238,36 @@ def reopen_run(*, session: Session, run_id: str) -> None:
     """Mark a run running again to go on with it; its failed results are removed, so they
     are checked again (replaced, never added twice). The caller commits."""
     session.execute(
-        update(RescoreRun).where(RescoreRun.id == run_id).values(status="running", finished_at=None)
+        update(RescoreRun)
+        .where(col(RescoreRun.id) == run_id)
+        .values(status="running", finished_at=None)
     )
     session.execute(
-        delete(RescoreResult).where(RescoreResult.run_id == run_id, RescoreResult.change == FAILED)
+        delete(RescoreResult).where(
+            col(RescoreResult.run_id) == run_id, col(RescoreResult.change) == FAILED
+        )
     )
 
 
 def set_selected(*, session: Session, run_id: str, selected: int) -> None:
     """Store how many answers a running run covers (shown while it runs)."""
-    session.execute(update(RescoreRun).where(RescoreRun.id == run_id).values(selected=selected))
+    session.execute(
+        update(RescoreRun).where(col(RescoreRun.id) == run_id).values(selected=selected)
+    )
 
 
 def top_changes(*, session: Session, run_id: str, limit: int = 20) -> list[RescoreResult]:
     """The results whose flag changed, largest change in risk first (then by id)."""
     delta = func.abs(
-        func.coalesce(RescoreResult.new_risk, 0.0) - func.coalesce(RescoreResult.old_risk, 0.0)
+        func.coalesce(col(RescoreResult.new_risk), 0.0)
+        - func.coalesce(col(RescoreResult.old_risk), 0.0)
     )
     stmt = (
         select(RescoreResult)
-        .where(RescoreResult.run_id == run_id, RescoreResult.change.in_((FLAGGED, CLEARED)))
-        .order_by(delta.desc(), RescoreResult.conversation_id)
+        .where(
+            col(RescoreResult.run_id) == run_id, col(RescoreResult.change).in_((FLAGGED, CLEARED))
+        )
+        .order_by(delta.desc(), col(RescoreResult.conversation_id))
         .limit(limit)
     )
     return list(session.execute(stmt).scalars())
@@ -264,8 +277,8 @@ def run_results(*, session: Session, run_id: str) -> list[RescoreResult]:
     """Every result of a run (tests and exports; a large run is better read in pages)."""
     stmt = (
         select(RescoreResult)
-        .where(RescoreResult.run_id == run_id)
-        .order_by(RescoreResult.conversation_id)
+        .where(col(RescoreResult.run_id) == run_id)
+        .order_by(col(RescoreResult.conversation_id))
     )
     return list(session.execute(stmt).scalars())
 
@@ -288,10 +301,14 @@ def compare_runs(*, session: Session, run_a: str, run_b: str, limit: int = 20) -
     """Compare the new scores of two runs over the answers both checked (in SQL)."""
     a = aliased(RescoreResult)
     b = aliased(RescoreResult)
-    joined = and_(a.conversation_id == b.conversation_id, a.run_id == run_a, b.run_id == run_b)
-    a_flag = func.coalesce(a.new_flagged, False)
-    b_flag = func.coalesce(b.new_flagged, False)
-    both_ok = and_(a.change != FAILED, b.change != FAILED)
+    joined = and_(
+        col(a.conversation_id) == col(b.conversation_id),
+        col(a.run_id) == run_a,
+        col(b.run_id) == run_b,
+    )
+    a_flag = func.coalesce(col(a.new_flagged), False)
+    b_flag = func.coalesce(col(b.new_flagged), False)
+    both_ok = and_(col(a.change) != FAILED, col(b.change) != FAILED)
 
     def _count(cond: Any) -> Any:
         return func.coalesce(func.sum(case((cond, 1), else_=0)), 0)
@@ -307,13 +324,20 @@ def compare_runs(*, session: Session, run_a: str, run_b: str, limit: int = 20) -
         .join(b, joined)
         .where(both_ok)
     ).one()
-    delta = func.coalesce(b.new_risk, 0.0) - func.coalesce(a.new_risk, 0.0)
+    delta = func.coalesce(col(b.new_risk), 0.0) - func.coalesce(col(a.new_risk), 0.0)
     stmt = (
-        select(a.conversation_id, a.new_flagged, b.new_flagged, a.new_risk, b.new_risk, delta)
+        select(
+            col(a.conversation_id),
+            col(a.new_flagged),
+            col(b.new_flagged),
+            col(a.new_risk),
+            col(b.new_risk),
+            delta,
+        )
         .select_from(a)
         .join(b, joined)
         .where(both_ok, a_flag != b_flag)
-        .order_by(func.abs(delta).desc(), a.conversation_id)
+        .order_by(func.abs(delta).desc(), col(a.conversation_id))
         .limit(limit)
     )
     rows = [

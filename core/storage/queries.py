@@ -1,0 +1,669 @@
+"""Dashboard reads: the filters every page obeys, trends and headline numbers from the daily
+rollups, per-model statistics, the review queue and the verdicts given, the audit trail.
+Aggregates run in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, Literal
+
+from sqlalchemy import Float, case, cast, func, select
+from sqlmodel import Session, col
+
+from core.storage.models import (
+    AuditEvent,
+    Conversation,
+    Patient,
+    QualityDaily,
+    QualityDailyModel,
+    Review,
+    StatementCheck,
+)
+from core.storage.thresholds import review_threshold
+from core.storage.writes import _day
+
+Granularity = Literal["day", "week"]
+
+
+# --------------------------------------------------------------------------- filters
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Filters every dashboard query obeys. ``end`` is exclusive.
+
+    Aggregates read the daily rollup, so they include every day that overlaps
+    ``[start, end)``; pass midnight (UTC) bounds, as the dashboard does, for exact agreement
+    with the per-conversation queries.
+    """
+
+    start: datetime | None = None
+    end: datetime | None = None
+    models: tuple[str, ...] = ()
+    patient_ids: tuple[str, ...] = ()
+
+
+def _rollup_table(f: Filters) -> Any:
+    """The smallest rollup that can answer the filter (per model unless patients are set)."""
+    return QualityDaily if f.patient_ids else QualityDailyModel
+
+
+def _rollup_where(f: Filters, t: Any) -> list[Any]:
+    conds: list[Any] = []
+    if f.start is not None:
+        conds.append(t.day >= _day(f.start))
+    if f.end is not None:
+        conds.append(t.day < f.end)
+    if f.models:
+        conds.append(t.model_used.in_(f.models))
+    if f.patient_ids:
+        conds.append(t.patient_id.in_(f.patient_ids))
+    return conds
+
+
+def _conv_where(f: Filters) -> list[Any]:
+    conds: list[Any] = []
+    if f.start is not None:
+        conds.append(Conversation.query_timestamp >= f.start)
+    if f.end is not None:
+        conds.append(Conversation.query_timestamp < f.end)
+    if f.models:
+        conds.append(col(Conversation.model_used).in_(f.models))
+    if f.patient_ids:
+        conds.append(col(Conversation.patient_id).in_(f.patient_ids))
+    return conds
+
+
+def _avg(s: str, n: str, t: Any = QualityDaily) -> Any:
+    num = func.sum(getattr(t, s))
+    den = func.sum(getattr(t, n))
+    return case((den > 0, cast(num, Float) / den), else_=None)
+
+
+# --------------------------------------------------------------------------- trends, totals
+
+
+@dataclass(frozen=True, slots=True)
+class TrendPoint:
+    """Scores of one period (averages over conversations; None when nothing was scored)."""
+
+    period: date
+    conversations: int
+    flagged: int
+    grounding: float | None
+    consistency: float | None
+    confidence: float | None
+    risk: float | None
+    quality: float | None
+
+    @property
+    def flagged_share(self) -> float:
+        return self.flagged / self.conversations if self.conversations else 0.0
+
+
+def _to_date(value: Any) -> date:
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
+
+
+def _trend_rows(
+    session: Session, filters: Filters, granularity: Granularity, *, by_model: bool
+) -> list[Any]:
+    """Rows of (model if ``by_model``, period, conversations, flagged, the five score
+    averages) per day or ISO week, from the rollup, aggregated in SQL."""
+    t = _rollup_table(filters)
+    if granularity == "day":
+        bucket: Any = t.day
+    elif session.get_bind().dialect.name == "postgresql":
+        bucket = func.date_trunc("week", t.day)
+    else:
+        bucket = func.date(t.day, "weekday 0", "-6 days")
+    keys = [t.model_used, bucket] if by_model else [bucket]
+    stmt = (
+        select(
+            *keys[:-1],
+            bucket.label("period"),
+            func.sum(t.n),
+            func.sum(t.n_flagged),
+            _avg("sum_grounding", "n_grounding", t),
+            _avg("sum_consistency", "n_consistency", t),
+            _avg("sum_confidence", "n_confidence", t),
+            _avg("sum_risk", "n_risk", t),
+            _avg("sum_quality", "n_quality", t),
+        )
+        .where(*_rollup_where(filters, t))
+        .group_by(*keys)
+        .having(func.sum(t.n) > 0)
+        .order_by(*keys)
+    )
+    return list(session.execute(stmt))
+
+
+def quality_trend(
+    *, session: Session, filters: Filters = Filters(), granularity: Granularity = "day"
+) -> list[TrendPoint]:
+    """Average scores, volume and flagged count per day or ISO week, aggregated in SQL."""
+    return [
+        TrendPoint(_to_date(r[0]), int(r[1]), int(r[2]), *(_f(v) for v in r[3:]))
+        for r in _trend_rows(session, filters, granularity, by_model=False)
+    ]
+
+
+def _f(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Kpis:
+    """Headline numbers over a filter."""
+
+    conversations: int
+    flagged: int
+    grounding: float | None
+    consistency: float | None
+    confidence: float | None
+    risk: float | None
+    quality: float | None
+
+    @property
+    def flagged_share(self) -> float:
+        return self.flagged / self.conversations if self.conversations else 0.0
+
+
+def kpis(*, session: Session, filters: Filters = Filters()) -> Kpis:
+    """Headline averages and counts over the filter, from the rollup."""
+    t = _rollup_table(filters)
+    row = session.execute(
+        select(
+            func.coalesce(func.sum(t.n), 0),
+            func.coalesce(func.sum(t.n_flagged), 0),
+            _avg("sum_grounding", "n_grounding", t),
+            _avg("sum_consistency", "n_consistency", t),
+            _avg("sum_confidence", "n_confidence", t),
+            _avg("sum_risk", "n_risk", t),
+            _avg("sum_quality", "n_quality", t),
+        ).where(*_rollup_where(filters, t))
+    ).one()
+    return Kpis(int(row[0]), int(row[1]), *(_f(v) for v in row[2:]))
+
+
+def date_bounds(*, session: Session) -> tuple[datetime | None, datetime | None]:
+    """First and last conversation day in the store."""
+    t = QualityDailyModel
+    row = session.execute(select(func.min(t.day), func.max(t.day)).where(col(t.n) > 0)).one()
+    return row[0], row[1]
+
+
+def list_models(*, session: Session) -> list[str]:
+    """Models that produced stored answers."""
+    t = QualityDailyModel
+    stmt = select(col(t.model_used)).where(col(t.n) > 0).distinct().order_by(col(t.model_used))
+    return [r[0] for r in session.execute(stmt)]
+
+
+def list_patients(*, session: Session) -> list[str]:
+    """All patient ids."""
+    return [r[0] for r in session.execute(select(col(Patient.id)).order_by(col(Patient.id)))]
+
+
+def count_conversations(*, session: Session) -> int:
+    """Number of stored conversations."""
+    return int(session.execute(select(func.count()).select_from(Conversation)).scalar_one())
+
+
+# --------------------------------------------------------------------------- per-model views
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTrendPoint(TrendPoint):
+    """One model's scores in one period: a :class:`TrendPoint` and the model it is of."""
+
+    model: str = ""
+
+
+def quality_trend_by_model(
+    *, session: Session, filters: Filters = Filters(), granularity: Granularity = "day"
+) -> list[ModelTrendPoint]:
+    """:func:`quality_trend` split by model: one row per model and period, from the rollup."""
+    return [
+        ModelTrendPoint(
+            period=_to_date(r[1]),
+            conversations=int(r[2]),
+            flagged=int(r[3]),
+            grounding=_f(r[4]),
+            consistency=_f(r[5]),
+            confidence=_f(r[6]),
+            risk=_f(r[7]),
+            quality=_f(r[8]),
+            model=str(r[0]),
+        )
+        for r in _trend_rows(session, filters, granularity, by_model=True)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStats:
+    """Counts, sums and sums of squares of one model's answers over a filter: enough for the
+    shares, the means and their confidence intervals without reading the rows."""
+
+    model: str
+    conversations: int
+    flagged: int
+    n_grounding: int
+    sum_grounding: float
+    sumsq_grounding: float
+    n_consistency: int
+    sum_consistency: float
+    sumsq_consistency: float
+
+
+def model_stats(*, session: Session, filters: Filters = Filters()) -> list[ModelStats]:
+    """Per-model counts and sums over the filter, aggregated in SQL over ``conversation``
+    (the rollup holds no sums of squares; the (model, time) index serves the scan)."""
+    c = Conversation
+
+    def sums(col: Any) -> tuple[Any, Any, Any]:
+        return (
+            func.count(col),
+            func.coalesce(func.sum(col), 0.0),
+            func.coalesce(func.sum(col * col), 0.0),
+        )
+
+    stmt = (
+        select(
+            col(c.model_used),
+            func.count(),
+            func.coalesce(func.sum(case((col(c.is_flagged), 1), else_=0)), 0),
+            *sums(c.grounding_score),
+            *sums(c.consistency_score),
+        )
+        .where(*_conv_where(filters))
+        .group_by(c.model_used)
+        .order_by(c.model_used)
+    )
+    return [
+        ModelStats(
+            str(r[0]),
+            int(r[1]),
+            int(r[2]),
+            int(r[3]),
+            float(r[4]),
+            float(r[5]),
+            int(r[6]),
+            float(r[7]),
+            float(r[8]),
+        )
+        for r in session.execute(stmt)
+    ]
+
+
+# --------------------------------------------------------------------------- review queue
+
+
+@dataclass(frozen=True, slots=True)
+class FlaggedStatement:
+    """A statement that is unsupported or contradicted, with its context for review."""
+
+    statement_check_id: int
+    conversation_id: str
+    external_id: str
+    patient_id: str
+    model: str
+    timestamp: datetime
+    statement: str | None
+    statement_index: int
+    start: int | None
+    end: int | None
+    status: str
+    method: str
+    confidence: float | None
+    risk: float
+    reason: str | None
+    source_chunk_id: str | None
+    evidence: str | None
+    evidence_start: int | None
+    evidence_end: int | None
+    verdict: str | None
+    reviewer: str | None
+    kind: str | None = None
+    severity: str | None = None
+
+
+ReviewState = Literal["all", "unreviewed", "reviewed"]
+QueueOrder = Literal["risk", "severity"]
+UNCLASSIFIED = "unclassified"
+
+
+# severity as a sort rank (critical first; unclassified last): core.severity.SEVERITY_RANK
+_SEVERITY_RANK = case(
+    (col(StatementCheck.severity) == "critical", 4),
+    (col(StatementCheck.severity) == "high", 3),
+    (col(StatementCheck.severity) == "medium", 2),
+    (col(StatementCheck.severity) == "low", 1),
+    else_=0,
+)
+
+
+def _in_or_null(column: Any, values: Sequence[str]) -> Any:
+    """``column`` among ``values``, where "unclassified" stands for NULL."""
+    from sqlalchemy import or_
+
+    named = [v for v in values if v != UNCLASSIFIED]
+    parts = [column.in_(named)] if named else []
+    if UNCLASSIFIED in values:
+        parts.append(column.is_(None))
+    return or_(*parts)
+
+
+def _queue_conds(
+    filters: Filters,
+    statuses: Sequence[str],
+    review_state: ReviewState,
+    kinds: Sequence[str],
+    severities: Sequence[str],
+    min_risk: float | None = None,
+) -> list[Any]:
+    from sqlalchemy import exists
+
+    reviewed = exists().where(col(Review.statement_check_id) == StatementCheck.id)
+    conds: list[Any] = [col(StatementCheck.status).in_(list(statuses)), *_conv_where(filters)]
+    if min_risk is not None:  # the review threshold applied from the calibration page
+        conds.append(StatementCheck.risk >= min_risk - 1e-9)
+    if review_state == "unreviewed":
+        conds.append(~reviewed)
+    elif review_state == "reviewed":
+        conds.append(reviewed)
+    if kinds:
+        conds.append(_in_or_null(StatementCheck.kind, kinds))
+    if severities:
+        conds.append(_in_or_null(StatementCheck.severity, severities))
+    return conds
+
+
+def queue_facets(
+    *,
+    session: Session,
+    filters: Filters = Filters(),
+    statuses: Sequence[str] = ("unsupported", "contradicted"),
+    review_state: ReviewState = "unreviewed",
+    kinds: Sequence[str] = (),
+    severities: Sequence[str] = (),
+    patients: bool = True,
+) -> dict[str, dict[str, int]]:
+    """How many queue items each filter option leaves: counts by ``kind``, ``severity``,
+    ``model`` and ``patient`` (when ``patients``), each counted under every other filter but
+    its own (so an option shows what choosing it would leave). NULL kind or severity counts as
+    "unclassified". Aggregated in SQL."""
+    out: dict[str, dict[str, int]] = {}
+    bar = review_threshold(session=session)
+    no_models = Filters(filters.start, filters.end, (), filters.patient_ids)
+    no_patients = Filters(filters.start, filters.end, filters.models, ())
+    facets: list[tuple[str, Any, list[Any]]] = [
+        (
+            "kind",
+            StatementCheck.kind,
+            _queue_conds(filters, statuses, review_state, (), severities, bar),
+        ),
+        (
+            "severity",
+            StatementCheck.severity,
+            _queue_conds(filters, statuses, review_state, kinds, (), bar),
+        ),
+        (
+            "model",
+            Conversation.model_used,
+            _queue_conds(no_models, statuses, review_state, kinds, severities, bar),
+        ),
+    ]
+    if patients:
+        facets.append(
+            (
+                "patient",
+                Conversation.patient_id,
+                _queue_conds(no_patients, statuses, review_state, kinds, severities, bar),
+            )
+        )
+    for name, column, conds in facets:
+        stmt = (
+            select(column, func.count())
+            .select_from(StatementCheck)
+            .join(Conversation, col(Conversation.id) == StatementCheck.conversation_id)
+            .where(*conds)
+            .group_by(column)
+        )
+        out[name] = {
+            (UNCLASSIFIED if value is None else str(value)): int(n)
+            for value, n in session.execute(stmt)
+        }
+    return out
+
+
+def flagged_statements(
+    *,
+    session: Session,
+    filters: Filters = Filters(),
+    statuses: Sequence[str] = ("unsupported", "contradicted"),
+    review_state: ReviewState = "all",
+    offset: int = 0,
+    limit: int = 50,
+    kinds: Sequence[str] = (),
+    severities: Sequence[str] = (),
+    order: QueueOrder = "risk",
+) -> tuple[list[FlaggedStatement], int]:
+    """Flagged statements, riskiest first (``order="severity"``: most severe first, then
+    riskiest; unclassified last), one page at a time, with the total count.
+
+    ``kinds`` and ``severities`` keep only those (empty: all; "unclassified" is NULL). A
+    review threshold in force (:mod:`core.storage.thresholds`) keeps only the statements at
+    or above it. Each row carries its latest verdict. "Reviewed" is an EXISTS test on
+    ``review`` (an anti-join the planner estimates well, where a left join on the latest
+    verdict made it pick nested loops over every flagged statement); the latest verdict is
+    then looked up for the page's rows only.
+    """
+    conds = _queue_conds(
+        filters, statuses, review_state, kinds, severities, review_threshold(session=session)
+    )
+    joined = (
+        select(col(StatementCheck.id))
+        .join(Conversation, col(Conversation.id) == StatementCheck.conversation_id)
+        .where(*conds)
+    )
+    total = int(session.execute(select(func.count()).select_from(joined.subquery())).scalar_one())
+    stmt = (
+        select(StatementCheck, Conversation)
+        .join(Conversation, col(Conversation.id) == StatementCheck.conversation_id)
+        .where(*conds)
+        .order_by(
+            *([_SEVERITY_RANK.desc()] if order == "severity" else []),
+            col(StatementCheck.risk).desc(),
+            col(Conversation.query_timestamp).desc(),
+            col(StatementCheck.id),
+        )
+        .offset(offset)
+        .limit(limit)
+    )
+    rows = list(session.execute(stmt))
+    latest: dict[int, tuple[str, str]] = {}
+    ids = [int(sc.id) for sc, _ in rows]
+    if ids:
+        for sid, verdict, reviewer in session.execute(
+            select(col(Review.statement_check_id), col(Review.verdict), col(Review.reviewer))
+            .where(col(Review.statement_check_id).in_(ids))
+            .order_by(col(Review.created_at), col(Review.id))
+        ):
+            latest[int(sid)] = (verdict, reviewer)
+    out = []
+    for sc, conv in rows:
+        verdict, reviewer = latest.get(int(sc.id), (None, None))
+        out.append(
+            FlaggedStatement(
+                statement_check_id=int(sc.id),
+                conversation_id=conv.id,
+                external_id=conv.external_id,
+                patient_id=conv.patient_id,
+                model=conv.model_used,
+                timestamp=conv.query_timestamp,
+                statement=sc.statement,
+                statement_index=sc.statement_index,
+                start=sc.start,
+                end=sc.end,
+                status=sc.status,
+                method=sc.verification_method,
+                confidence=sc.grounding_confidence,
+                risk=sc.risk,
+                reason=sc.reason,
+                source_chunk_id=sc.source_chunk_id,
+                evidence=sc.supporting_evidence,
+                evidence_start=sc.evidence_start,
+                evidence_end=sc.evidence_end,
+                verdict=verdict,
+                reviewer=reviewer,
+                kind=sc.kind,
+                severity=sc.severity,
+            )
+        )
+    return out, total
+
+
+def statement_risk_histogram(
+    *, session: Session, filters: Filters = Filters(), bins: int = 20
+) -> list[int]:
+    """Statements per risk bin (``bins`` equal bins over [0, 1]), counted in SQL.
+
+    Bin ``i`` holds ``i/bins <= risk < (i+1)/bins`` (risk 1.0 in the last bin). The threshold
+    explorer turns it into the flag rate at any threshold without loading statements.
+    """
+    from sqlalchemy import Integer
+
+    if bins < 1:
+        raise ValueError("bins must be at least 1")
+    scaled: Any = StatementCheck.risk * bins
+    if session.get_bind().dialect.name == "postgresql":
+        scaled = func.floor(scaled)
+    bucket = cast(scaled, Integer)  # SQLite's CAST truncates, like floor for risk >= 0
+    stmt = select(bucket.label("b"), func.count()).select_from(StatementCheck)
+    conds = _conv_where(filters)
+    if conds:
+        stmt = stmt.join(
+            Conversation, col(Conversation.id) == StatementCheck.conversation_id
+        ).where(*conds)
+    counts = [0] * bins
+    for b, n in session.execute(stmt.group_by(bucket)):
+        counts[min(max(int(b or 0), 0), bins - 1)] += int(n)
+    return counts
+
+
+def _latest_review_subquery() -> Any:
+    ranked = select(
+        col(Review.statement_check_id),
+        col(Review.verdict),
+        col(Review.reviewer),
+        func.row_number()
+        .over(
+            partition_by=col(Review.statement_check_id),
+            order_by=(col(Review.created_at).desc(), col(Review.id).desc()),
+        )
+        .label("rn"),
+    ).subquery()
+    return select(ranked).where(ranked.c.rn == 1).subquery()
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewedStatement:
+    """A reviewed statement: what the detector said and what the clinician decided."""
+
+    statement_check_id: int
+    status: str
+    method: str
+    confidence: float | None
+    risk: float
+    verdict: str
+    reviewer: str
+    reviewed_at: datetime
+
+
+def reviewed_statements(
+    *, session: Session, filters: Filters = Filters()
+) -> list[ReviewedStatement]:
+    """Latest verdict per reviewed statement (calibration against human labels)."""
+    latest = _latest_review_subquery()
+    ranked_time = (
+        select(col(Review.statement_check_id), func.max(Review.created_at).label("at"))
+        .group_by(col(Review.statement_check_id))
+        .subquery()
+    )
+    stmt = (
+        select(StatementCheck, latest.c.verdict, latest.c.reviewer, ranked_time.c.at)
+        .join(latest, latest.c.statement_check_id == StatementCheck.id)
+        .join(ranked_time, ranked_time.c.statement_check_id == StatementCheck.id)
+        .join(Conversation, col(Conversation.id) == StatementCheck.conversation_id)
+        .where(*_conv_where(filters))
+    )
+    return [
+        ReviewedStatement(
+            int(sc.id),
+            sc.status,
+            sc.verification_method,
+            sc.grounding_confidence,
+            sc.risk,
+            verdict,
+            reviewer,
+            at,
+        )
+        for sc, verdict, reviewer, at in session.execute(stmt)
+    ]
+
+
+def list_reviews(*, session: Session, limit: int = 10_000) -> list[Review]:
+    """All verdicts, newest first."""
+    stmt = select(Review).order_by(col(Review.created_at).desc()).limit(limit)
+    return list(session.execute(stmt).scalars())
+
+
+# --------------------------------------------------------------------------- audit trail
+
+
+def list_audit_events(
+    *, session: Session, action: str | None = None, limit: int = 1000
+) -> list[AuditEvent]:
+    """Audit events, newest first."""
+    stmt = select(AuditEvent)
+    if action:
+        stmt = stmt.where(col(AuditEvent.action) == action)
+    stmt = stmt.order_by(col(AuditEvent.at).desc(), col(AuditEvent.id).desc()).limit(limit)
+    return list(session.execute(stmt).scalars())
+
+
+__all__ = [
+    "count_conversations",
+    "date_bounds",
+    "Filters",
+    "flagged_statements",
+    "FlaggedStatement",
+    "Granularity",
+    "Kpis",
+    "kpis",
+    "list_audit_events",
+    "list_models",
+    "list_patients",
+    "list_reviews",
+    "model_stats",
+    "ModelStats",
+    "ModelTrendPoint",
+    "quality_trend",
+    "quality_trend_by_model",
+    "queue_facets",
+    "QueueOrder",
+    "reviewed_statements",
+    "ReviewedStatement",
+    "ReviewState",
+    "statement_risk_histogram",
+    "TrendPoint",
+    "UNCLASSIFIED",
+]
