@@ -241,7 +241,7 @@ def serve(
     cmd = [
         sys.executable,
         "-m",
-        "streamlit",
+        "dashboard.serve",  # Streamlit, with the pages' libraries imported before it starts
         "run",
         str(app_path),
         "--server.port",

@@ -1,0 +1,68 @@
+"""The dashboard's server process: imports the pages' libraries, then runs Streamlit.
+
+Streamlit runs every page script in the server's own process, so a module imported before
+the server starts is imported once, not in the first visitor's page run. ``groundwatch serve``
+starts this module instead of ``streamlit run``: pandas, plotly, SQLAlchemy, Alembic and the
+dashboard's own modules are loaded while the server starts, so the first page a visitor
+opens only queries and draws (time to content, cold). Nothing here touches the database or
+loads a model: the engine, its migration check and the models stay per-process caches made
+on first use.
+
+    python -m dashboard.serve run dashboard/streamlit_app.py [streamlit options]
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+import time
+
+log = logging.getLogger("groundwatch.serve")
+
+# What a first page run would otherwise import (measured with ``python -X importtime``):
+# the data layer and its storage, the figures, Streamlit's chart element and the pages'
+# shared helpers.
+PRELOAD = (
+    "pandas",
+    "plotly.graph_objects",
+    "plotly.subplots",
+    "streamlit.elements.plotly_chart",
+    "alembic.command",
+    "alembic.config",
+    "core.storage.repo",
+    "dashboard.data",
+    "dashboard.figures",
+    "dashboard.sidebar",
+    "dashboard.plain",
+    "dashboard.highlight",
+    "dashboard.exports",
+    "dashboard.downloads",
+    "dashboard.url_state",
+)
+
+
+def preload(modules: tuple[str, ...] = PRELOAD) -> float:
+    """Import ``modules``; returns the seconds it took. A module that cannot be imported is
+    skipped (the page that needs it reports the error when it runs)."""
+    started = time.perf_counter()
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # pragma: no cover - a broken install shows on the page
+            log.warning("could not preload %s: %s", name, type(exc).__name__)
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Preload, then Streamlit's own command line with ``argv`` (default: this process's
+    arguments), which exits the process when the server stops."""
+    from streamlit.web import cli
+
+    seconds = preload()
+    log.info("dashboard libraries loaded in %.1f s", seconds)
+    cli.main(args=sys.argv[1:] if argv is None else argv, prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main()
