@@ -24,6 +24,7 @@ from core.storage import logins, repo
 from core.storage import thresholds as thresholds_store
 from core.storage.db import get_engine, read_session, upgrade_to_head, write_session
 from core.storage.models import Conversation
+from core.storage.public import ContradictionPublic, ReviewPublic, StatementBase
 from core.text import short_hash
 from dashboard import auth
 
@@ -180,18 +181,9 @@ def patients() -> list[str]:
 # --------------------------------------------------------------------------- overview
 
 
-def _trend_row(p: Any) -> dict[str, Any]:
-    return {
-        "period": p.period,
-        "conversations": p.conversations,
-        "flagged": p.flagged,
-        "flagged_share": p.flagged_share,
-        "grounding": p.grounding,
-        "consistency": p.consistency,
-        "confidence": p.confidence,
-        "risk": p.risk,
-        "quality": p.quality,
-    }
+def _trend_row(p: repo.TrendPoint) -> dict[str, Any]:
+    """A trend point's fields (a model's point: with its ``model``) and its flagged share."""
+    return {**asdict(p), "flagged_share": p.flagged_share}
 
 
 @st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
@@ -214,16 +206,7 @@ def trend(f: FilterState, granularity: str) -> list[dict[str, Any]]:
 def _kpis(url: str, key: tuple[Any, ...]) -> dict[str, Any]:
     with read_session(_engine(url)) as s:
         k = repo.kpis(session=s, filters=to_filters(key))
-    return {
-        "conversations": k.conversations,
-        "flagged": k.flagged,
-        "flagged_share": k.flagged_share,
-        "grounding": k.grounding,
-        "consistency": k.consistency,
-        "confidence": k.confidence,
-        "risk": k.risk,
-        "quality": k.quality,
-    }
+    return {**asdict(k), "flagged_share": k.flagged_share}
 
 
 def kpis(f: FilterState) -> dict[str, Any]:
@@ -232,34 +215,6 @@ def kpis(f: FilterState) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- review queue
-
-
-def _flagged_row(x: repo.FlaggedStatement) -> dict[str, Any]:
-    return {
-        "statement_check_id": x.statement_check_id,
-        "conversation_id": x.conversation_id,
-        "external_id": x.external_id,
-        "patient_id": x.patient_id,
-        "model": x.model,
-        "timestamp": x.timestamp,
-        "statement": x.statement,
-        "statement_index": x.statement_index,
-        "start": x.start,
-        "end": x.end,
-        "status": x.status,
-        "method": x.method,
-        "confidence": x.confidence,
-        "risk": x.risk,
-        "reason": x.reason,
-        "source_chunk_id": x.source_chunk_id,
-        "evidence": x.evidence,
-        "evidence_start": x.evidence_start,
-        "evidence_end": x.evidence_end,
-        "verdict": x.verdict,
-        "reviewer": x.reviewer,
-        "kind": x.kind,
-        "severity": x.severity,
-    }
 
 
 def _review_state(review_state: str) -> repo.ReviewState:
@@ -296,7 +251,7 @@ def _flagged(
             severities=severities,
             order="severity" if order == "severity" else "risk",
         )
-    return [_flagged_row(r) for r in rows], total
+    return [asdict(r) for r in rows], total
 
 
 def flagged(
@@ -396,7 +351,7 @@ def queue_rows(
                 severities=severities,
                 order="severity" if order == "severity" else "risk",
             )
-            out.extend(_flagged_row(r) for r in rows)
+            out.extend(asdict(r) for r in rows)
             if len(rows) < page:
                 break
     return out
@@ -542,15 +497,7 @@ def audit(*, action: str, target_type: str, target_id: str, actor: str | None = 
 def _reviews_export(url: str) -> list[dict[str, Any]]:
     with read_session(_engine(url)) as s:
         return [
-            {
-                "review_id": r.id,
-                "statement_check_id": r.statement_check_id,
-                "conversation_id": r.conversation_id,
-                "reviewer": r.reviewer,
-                "verdict": r.verdict,
-                "note": r.note,
-                "created_at": r.created_at.isoformat(),
-            }
+            {**ReviewPublic.model_validate(r).model_dump(mode="json"), "note": r.note}
             for r in repo.list_reviews(session=s)
         ]
 
@@ -623,34 +570,16 @@ def _conversation(url: str, conversation_id: str) -> dict[str, Any] | None:
             "statements": [
                 {
                     "id": int(x.id or 0),
-                    "index": x.statement_index,
-                    "text": x.statement,
-                    "start": x.start,
-                    "end": x.end,
-                    "status": x.status,
-                    "method": x.verification_method,
-                    "confidence": x.grounding_confidence,
+                    **StatementBase.model_validate(x).model_dump(),
                     "risk": x.risk,
                     "reason": x.reason,
-                    "source_id": x.source_chunk_id,
-                    "evidence": x.supporting_evidence,
-                    "evidence_start": x.evidence_start,
-                    "evidence_end": x.evidence_end,
-                    "kind": x.kind,
-                    "severity": x.severity,
                     "review": reviews_by_statement.get(int(x.id or 0)),
                 }
                 for x in d.statements
             ],
             "contradictions": [
                 {
-                    "check_type": x.check_type,
-                    "severity": x.severity,
-                    "entity": x.entity,
-                    "explanation": x.inconsistency_description,
-                    "current_statement": x.current_statement,
-                    "previous_statement": x.previous_statement,
-                    "previous_conversation_id": x.previous_conversation_id,
+                    **ContradictionPublic.model_validate(x).model_dump(),
                     "previous": previous.get(x.previous_conversation_id or ""),
                 }
                 for x in d.consistency
@@ -764,19 +693,7 @@ def recent(f: FilterState, limit: int = 200) -> list[dict[str, Any]]:
 @st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
 def _reviewed(url: str, key: tuple[Any, ...]) -> list[dict[str, Any]]:
     with read_session(_engine(url)) as s:
-        return [
-            {
-                "statement_check_id": r.statement_check_id,
-                "status": r.status,
-                "method": r.method,
-                "confidence": r.confidence,
-                "risk": r.risk,
-                "verdict": r.verdict,
-                "reviewer": r.reviewer,
-                "reviewed_at": r.reviewed_at,
-            }
-            for r in repo.reviewed_statements(session=s, filters=to_filters(key))
-        ]
+        return [asdict(r) for r in repo.reviewed_statements(session=s, filters=to_filters(key))]
 
 
 def reviewed(f: FilterState) -> list[dict[str, Any]]:
@@ -850,13 +767,7 @@ def _patient(url: str, patient_id: str, key: tuple[Any, ...]) -> dict[str, Any]:
             {
                 "at": c.checked_at,
                 "conversation_id": c.current_conversation_id,
-                "previous_conversation_id": c.previous_conversation_id,
-                "check_type": c.check_type,
-                "severity": c.severity,
-                "entity": c.entity,
-                "explanation": c.inconsistency_description,
-                "current_statement": c.current_statement,
-                "previous_statement": c.previous_statement,
+                **ContradictionPublic.model_validate(c).model_dump(),
             }
             for c in contradictions
             if c.current_conversation_id in ids
@@ -1041,7 +952,7 @@ def _trend_by_model(url: str, key: tuple[Any, ...], granularity: str) -> list[di
             filters=to_filters(key),
             granularity="week" if granularity == "week" else "day",
         )
-    return [{"model": p.model, **_trend_row(p)} for p in points]
+    return [_trend_row(p) for p in points]
 
 
 def trend_by_model(f: FilterState, granularity: str) -> list[dict[str, Any]]:

@@ -42,12 +42,20 @@ from core.api.limits import retry_after
 from core.api.otlp import otlp_router
 from core.api.read_routes import read_router
 from core.api.runtime import Runtime
-from core.api.views import CursorError, answer_view, decode_cursor, encode_cursor, summary_view
+from core.api.views import CursorError, answer_view, decode_cursor, encode_cursor
 from core.config import Settings, get_settings
 from core.inputs import InputError, decode_utf8, parse_json
 from core.records import EARLIEST, LATEST, ConversationRecord, parse_record
 from core.storage import repo, search
 from core.storage.db import DatabaseError, get_engine, read_session, write_session
+from core.storage.public import (
+    AnswerPage,
+    AnswerPublic,
+    AnswerStored,
+    AnswerSummaryPublic,
+    BatchStored,
+    StoreCounts,
+)
 
 API_VERSION = "1"
 MAX_PAGE = 200
@@ -214,7 +222,7 @@ def _records(obj: Any, settings: Settings) -> list[ConversationRecord]:
 
 def _ingest(
     runtime: Runtime, records: Sequence[ConversationRecord], caller: Caller
-) -> list[dict[str, Any]]:
+) -> list[AnswerStored]:
     """Check and store the records in one transaction; their views, in the given order."""
     replace = "admin" in caller.scopes
     if not replace:
@@ -254,7 +262,7 @@ def _ingest(
         if report.grounding is not None:
             words = {st.index: st.unsupported_words for st in report.grounding.statements}
         view = answer_view(rows[report.conversation_id], words=words)
-        out.append({"store_status": report.store_status, **view})
+        out.append(AnswerStored.of(view, report.store_status))
     with write_session(runtime.engine) as session:
         repo.record_audit(
             session=session,
@@ -326,8 +334,12 @@ def _router(runtime: Runtime) -> APIRouter:
         summary="Check and store one answer",
         tags=["answers"],
         openapi_extra={"requestBody": _body_schema("ConversationRecord")},
+        response_model=AnswerStored,
         responses={
-            200: {"description": "Stored already (unchanged) or replaced (updated)."},
+            200: {
+                "model": AnswerStored,
+                "description": "Stored already (unchanged) or replaced (updated).",
+            },
             201: {"description": "Checked and stored (imported)."},
             202: {"description": "mode=async: stored with its job; GET /v1/jobs/{id} follows it."},
             400: {"description": "Not a JSON object (syntax, encoding, NUL byte)."},
@@ -361,8 +373,8 @@ def _router(runtime: Runtime) -> APIRouter:
                     _refuse_edits(runtime, [record])
                 return queue_answer(runtime, record, caller)
             (view,) = _ingest(runtime, [record], caller)
-            code = 201 if view["store_status"] == "imported" else 200
-            return JSONResponse(view, status_code=code)
+            code = 201 if view.store_status == "imported" else 200
+            return JSONResponse(view.model_dump(mode="json"), status_code=code)
 
         return await run_in_threadpool(work)
 
@@ -371,6 +383,7 @@ def _router(runtime: Runtime) -> APIRouter:
         summary="Check and store many answers in one transaction",
         tags=["answers"],
         openapi_extra={"requestBody": _batch_schema(settings.api_max_batch)},
+        response_model=BatchStored,
         responses={
             413: {"description": "Body or number of records above the limits."},
             422: {"description": "Invalid records, each named by index and field; none stored."},
@@ -384,8 +397,9 @@ def _router(runtime: Runtime) -> APIRouter:
         def work() -> JSONResponse:
             records = _records(_decode(body), settings)
             views = _ingest(runtime, records, caller)
-            counts = {s: sum(v["store_status"] == s for v in views) for s in _STATUSES}
-            return JSONResponse({"counts": counts, "results": views})
+            counts = StoreCounts(**{s: sum(v.store_status == s for v in views) for s in _STATUSES})
+            out = BatchStored(counts=counts, results=views)
+            return JSONResponse(out.model_dump(mode="json"))
 
         return await run_in_threadpool(work)
 
@@ -395,7 +409,7 @@ def _router(runtime: Runtime) -> APIRouter:
         tags=["answers"],
         responses={404: {"description": "No answer with this id."}},
     )
-    def get_answer(answer_id: str, caller: Caller = read) -> dict[str, Any]:
+    def get_answer(answer_id: str, caller: Caller = read) -> AnswerPublic:
         """The stored answer with this record id (the ``id`` it was sent with). The read is
         audited with the key's name."""
         conv_id = repo.conversation_id_for(answer_id)
@@ -432,7 +446,7 @@ def _router(runtime: Runtime) -> APIRouter:
             None, max_length=300, description="next_cursor of the previous page."
         ),
         caller: Caller = read,
-    ) -> dict[str, Any]:
+    ) -> AnswerPage:
         """Answers matching the filters, newest first, paged by an opaque cursor (keyset on
         time and id: no answer is skipped or repeated across pages). The read is audited."""
         after = None
@@ -467,13 +481,13 @@ def _router(runtime: Runtime) -> APIRouter:
                 target_type="conversation",
                 detail={"via": "api", "answers": len(page), "search": q is not None},
             )
-        last = page[-1] if page else None
-        return {
-            "items": [summary_view(s) for s in page],
-            "next_cursor": encode_cursor(last.timestamp, last.conversation_id)
+        last = page[-1].conversation if page else None
+        return AnswerPage(
+            items=[AnswerSummaryPublic.model_validate(s) for s in page],
+            next_cursor=encode_cursor(last.query_timestamp, last.id)
             if (more and last is not None)
             else None,
-        }
+        )
 
     @router.get("/health", summary="Liveness", tags=["service"])
     def health() -> dict[str, str]:

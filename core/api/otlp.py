@@ -42,12 +42,13 @@ from core.api.keys import Caller
 from core.api.runtime import Runtime
 from core.otel import Rejected, build_records, rejection_message, spans_of
 from core.records import ConversationRecord, parse_record
+from core.storage.public import AnswerStored
 from core.text import JSONInputError, loads_input
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
-Ingest = Callable[[Runtime, Sequence[ConversationRecord], Caller], list[dict[str, Any]]]
+Ingest = Callable[[Runtime, Sequence[ConversationRecord], Caller], list[AnswerStored]]
 
 # google.rpc.Code of each status this route answers with (OTLP clients only log it)
 _RPC_CODES = {400: 3, 409: 6, 413: 8, 415: 3, 422: 3, 503: 14}

@@ -10,6 +10,7 @@ the key's name, as the dashboard audits its users; a verdict's reviewer is the k
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import UTC, date, datetime, time
 from typing import Any, Literal
 
@@ -25,6 +26,15 @@ from core.backends import load_embedder
 from core.records import EARLIEST, LATEST
 from core.storage import repo, search
 from core.storage.db import read_session, write_session
+from core.storage.public import (
+    QueueItemPublic,
+    QueuePage,
+    ReviewPublic,
+    SimilarQueries,
+    SimilarQuery,
+    TrendPointPublic,
+    Trends,
+)
 
 Auth = Callable[[Runtime, Scope | tuple[Scope, ...]], Callable[..., Caller]]
 
@@ -92,38 +102,6 @@ def _filters(
     )
 
 
-def _score(value: float | None) -> float | None:
-    return None if value is None else round(float(value), 4)
-
-
-def _queue_item(x: repo.FlaggedStatement) -> dict[str, Any]:
-    return {
-        "statement_check_id": x.statement_check_id,
-        "answer_id": x.external_id,
-        "conversation_id": x.conversation_id,
-        "patient_id": x.patient_id,
-        "model": x.model,
-        "timestamp": x.timestamp.isoformat(),
-        "statement_index": x.statement_index,
-        "statement": x.statement,
-        "start": x.start,
-        "end": x.end,
-        "status": x.status,
-        "kind": x.kind,
-        "severity": x.severity,
-        "method": x.method,
-        "confidence": _score(x.confidence),
-        "risk": _score(x.risk),
-        "reason": x.reason,
-        "source_id": x.source_chunk_id,
-        "evidence": x.evidence,
-        "evidence_start": x.evidence_start,
-        "evidence_end": x.evidence_end,
-        "verdict": x.verdict,
-        "reviewer": x.reviewer,
-    }
-
-
 def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
     """The routes of this module, under ``/v1``, guarded by ``auth`` (the app's key check:
     401 without a valid key, 429 over the rate limit, 403 outside the scopes named)."""
@@ -150,6 +128,7 @@ def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
         "/patients/{patient_id}/similar",
         summary="A patient's past queries most similar to a new one",
         tags=["search"],
+        response_model_exclude_unset=True,  # an item's query, only with the read scope
         responses={
             404: {"description": "No patient with this id."},
             503: {"description": "The embedding model is not available (the detail says why)."},
@@ -160,7 +139,7 @@ def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
         query: str = Query(min_length=1, max_length=MAX_QUERY_CHARS, description="The new query."),
         limit: int = Query(5, ge=1, le=MAX_SIMILAR),
         caller: Caller = any_key,
-    ) -> dict[str, Any]:
+    ) -> SimilarQueries:
         """The patient's stored queries ranked by cosine similarity of their embeddings
         (all-MiniLM-L6-v2; vectors cached in the database) to ``query``, best first: ids,
         score in [-1, 1] (higher is more similar) and time. The texts of the past queries come
@@ -188,15 +167,10 @@ def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
         with_text = caller.allows("read")
         items = []
         for p, score in ranked:
-            item: dict[str, Any] = {
-                "id": p.external_id,
-                "conversation_id": p.conversation_id,
-                "timestamp": p.timestamp.isoformat(),
-                "score": round(float(score), 4),
-            }
-            if with_text:
-                item["query"] = p.query
-            items.append(item)
+            fields = {**asdict(p), "score": score}
+            if not with_text:
+                del fields["query"]  # left out of the item, not null
+            items.append(SimilarQuery.model_validate(fields))
         audit(
             caller,
             "view" if with_text else "list",
@@ -206,12 +180,9 @@ def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
             compared=len(past),
             text=with_text,
         )
-        return {
-            "patient_id": patient_id,
-            "model": embedder.model_name,
-            "compared": len(past),
-            "items": items,
-        }
+        return SimilarQueries(
+            patient_id=patient_id, model=embedder.model_name, compared=len(past), items=items
+        )
 
     @router.get("/trends", summary="Quality per day or week", tags=["quality"])
     def trends(
@@ -221,7 +192,7 @@ def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
         since: date | None = Query(None, description="First day (YYYY-MM-DD), inclusive."),
         until: date | None = Query(None, description="Last day (YYYY-MM-DD), exclusive."),
         caller: Caller = read,
-    ) -> dict[str, Any]:
+    ) -> Trends:
         """Answers, flagged answers and the average scores per period, as the dashboard's
         overview draws them (aggregated in SQL over the daily rollup). Scores are in [0, 1]:
         grounding, consistency, confidence and quality higher is better, risk higher is worse;
@@ -229,23 +200,7 @@ def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
         filters = _filters(since=since, until=until, model=model, patient_id=patient_id)
         with read_session(runtime.engine) as session:
             points = repo.quality_trend(session=session, filters=filters, granularity=by)
-        return {
-            "by": by,
-            "points": [
-                {
-                    "period": p.period.isoformat(),
-                    "answers": p.conversations,
-                    "flagged": p.flagged,
-                    "flagged_share": round(p.flagged_share, 4),
-                    "grounding": _score(p.grounding),
-                    "consistency": _score(p.consistency),
-                    "confidence": _score(p.confidence),
-                    "risk": _score(p.risk),
-                    "quality": _score(p.quality),
-                }
-                for p in points
-            ],
-        }
+        return Trends(by=by, points=[TrendPointPublic.model_validate(p) for p in points])
 
     @router.get("/review-queue", summary="Flagged statements to review", tags=["review"])
     def review_queue(
@@ -263,7 +218,7 @@ def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
         limit: int = Query(25, ge=1, le=MAX_QUEUE_PAGE),
         offset: int = Query(0, ge=0, le=1_000_000),
         caller: Caller = queue_reader,
-    ) -> dict[str, Any]:
+    ) -> QueuePage:
         """The dashboard's review queue: unsupported and contradicted statements with their
         evidence, latest verdict, kind and severity, in the same order and under the same
         filters (and the review threshold in force), one page at a time with the total. Needs
@@ -289,7 +244,8 @@ def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
             items=len(rows),
             statement_check_ids=[r.statement_check_id for r in rows],
         )
-        return {"total": total, "offset": offset, "items": [_queue_item(r) for r in rows]}
+        items = [QueueItemPublic.model_validate(r) for r in rows]
+        return QueuePage(total=total, offset=offset, items=items)
 
     @router.post(
         "/reviews",
@@ -301,7 +257,7 @@ def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
             422: {"description": "A field is missing or invalid (the detail names it)."},
         },
     )
-    def post_review(body: ReviewIn, caller: Caller = reviewer) -> dict[str, Any]:
+    def post_review(body: ReviewIn, caller: Caller = reviewer) -> ReviewPublic:
         """Store a clinician's verdict as the review page does: the reviewer is the key's
         name, the time is now, the note optional; audited as ``review``. Needs the ``review``
         scope. A later verdict on the same statement supersedes this one in the queue."""
@@ -323,14 +279,7 @@ def read_router(runtime: Runtime, *, auth: Auth) -> APIRouter:
                     target_id=str(body.statement_check_id),
                     detail={"verdict": body.verdict, "note_chars": len(note), "via": "api"},
                 )
-                out = {
-                    "review_id": int(review.id or 0),
-                    "statement_check_id": body.statement_check_id,
-                    "conversation_id": review.conversation_id,
-                    "verdict": review.verdict,
-                    "reviewer": review.reviewer,
-                    "created_at": review.created_at.isoformat(),
-                }
+                out = ReviewPublic.model_validate(review)
         except LookupError:
             raise ApiError(
                 404, "not_found", "field statement_check_id: no statement with this id"

@@ -1,4 +1,5 @@
-"""What the API returns for a stored answer: plain JSON built from the stored rows.
+"""What the API returns for a stored answer: the public models of
+:mod:`core.storage.public`, read from the stored rows.
 
 The same shape for ``POST /v1/answers`` (plus ``store_status``) and ``GET /v1/answers/{id}``;
 the words a statement's evidence does not bear out come from the verifier when the answer was
@@ -12,19 +13,15 @@ import binascii
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
-from core.quality import RECOMMENDATIONS
 from core.storage import repo
+from core.storage.models import StatementCheck
+from core.storage.public import AnswerPublic, WordSpan
 
 Words = Sequence[tuple[int, int]]
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(float(value), 4)
-
-
-def _words(st: Any, given: Mapping[int, Words] | None) -> list[dict[str, Any]]:
+def _words(st: StatementCheck, given: Mapping[int, Words] | None) -> list[WordSpan]:
     text = st.statement
     if st.status == "grounded" or text is None:
         return []
@@ -36,98 +33,17 @@ def _words(st: Any, given: Mapping[int, Words] | None) -> list[dict[str, Any]]:
         spans = [(w.start, w.end) for w in unsupported_words(text, [st.supporting_evidence])]
     else:
         return []
-    return [{"text": text[a:b], "start": a, "end": b} for a, b in spans if 0 <= a < b <= len(text)]
+    return [WordSpan(text=text[a:b], start=a, end=b) for a, b in spans if 0 <= a < b <= len(text)]
 
 
-def answer_view(
-    rows: repo.AnswerRows, *, words: Mapping[int, Words] | None = None
-) -> dict[str, Any]:
-    """One stored answer: scores, flag, risk, checks, each statement and the contradictions.
-
-    Scores are in [0, 1]: grounding, consistency, confidence and overall quality higher is
-    better, hallucination risk higher is worse. Text fields are None when record text is not
-    kept (``GROUNDWATCH_ENABLE_CONVERSATION_HISTORY=false``) or was purged.
-    """
-    c = rows.conversation
-    level = c.risk_level
-    return {
-        "id": c.external_id,
-        "conversation_id": c.id,
-        "patient_id": c.patient_id,
-        "timestamp": c.query_timestamp.isoformat(),
-        "model": c.model_used,
-        "query": c.query,
-        "answer": c.answer,
-        "flagged": bool(c.is_flagged),
-        "scores": {
-            "grounding": _round(c.grounding_score),
-            "consistency": _round(c.consistency_score),
-            "confidence": _round(c.confidence_score),
-            "hallucination_risk": _round(c.hallucination_risk),
-            "overall_quality": _round(c.overall_quality),
-        },
-        "risk": {
-            "level": level,
-            "score": _round(c.hallucination_risk),
-            "recommendation": RECOMMENDATIONS.get(level) if level else None,  # type: ignore[call-overload]
-        },
-        "statements": [
-            {
-                "index": st.statement_index,
-                "text": st.statement,
-                "status": st.status,
-                "method": st.verification_method,
-                "confidence": _round(st.grounding_confidence),
-                "start": st.start,
-                "end": st.end,
-                "source_id": st.source_chunk_id,
-                "evidence": st.supporting_evidence,
-                "evidence_start": st.evidence_start,
-                "evidence_end": st.evidence_end,
-                "unsupported_words": _words(st, words),
-                "kind": st.kind,
-                "severity": st.severity,
-            }
-            for st in rows.statements
-        ],
-        "contradictions": [
-            {
-                "check_type": k.check_type,
-                "severity": k.severity,
-                "entity": k.entity,
-                "current_statement": k.current_statement,
-                "previous_statement": k.previous_statement,
-                "previous_conversation_id": k.previous_conversation_id,
-                "explanation": k.inconsistency_description,
-            }
-            for k in rows.contradictions
-        ],
-        "warnings": list(c.warnings or []),
-        "checks": dict(c.check_status or {}),
-        "execution_time_ms": c.execution_time_ms,
-    }
-
-
-def summary_view(s: repo.AnswerSummary) -> dict[str, Any]:
-    """One line of a list of answers (ids, time, model, scores, flag; no record text)."""
-    return {
-        "id": s.external_id,
-        "conversation_id": s.conversation_id,
-        "patient_id": s.patient_id,
-        "timestamp": s.timestamp.isoformat(),
-        "model": s.model,
-        "flagged": s.is_flagged,
-        "scores": {
-            "grounding": _round(s.grounding_score),
-            "consistency": _round(s.consistency_score),
-            "confidence": _round(s.confidence_score),
-            "hallucination_risk": _round(s.hallucination_risk),
-            "overall_quality": _round(s.overall_quality),
-        },
-        "risk_level": s.risk_level,
-        "flagged_statements": s.flagged_statements,
-        "total_statements": s.total_statements,
-    }
+def answer_view(rows: repo.AnswerRows, *, words: Mapping[int, Words] | None = None) -> AnswerPublic:
+    """One stored answer: scores, flag, risk, checks, each statement with the words its
+    evidence does not bear out (``words``: the verifier's, by statement index, when the answer
+    was just checked) and the contradictions."""
+    view = AnswerPublic.model_validate(rows)
+    for statement, row in zip(view.statements, rows.statements, strict=True):
+        statement.unsupported_words = _words(row, words)
+    return view
 
 
 class CursorError(ValueError):

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import load_only
 from sqlmodel import Session, col
 
 from core.storage.models import (
@@ -24,7 +25,7 @@ from core.storage.models import (
     SelfCheckResult,
     StatementCheck,
 )
-from core.storage.queries import Filters, _conv_where, _f
+from core.storage.queries import Filters, _conv_where
 
 
 @dataclass(slots=True)
@@ -225,22 +226,29 @@ def answers_by_ids(*, session: Session, conversation_ids: Sequence[str]) -> dict
 
 @dataclass(frozen=True, slots=True)
 class AnswerSummary:
-    """One line of a list of answers: ids, time, model, scores and flag (no record text)."""
+    """One line of a list of answers: its conversation row with only the columns a list
+    shows loaded (ids, time, model, scores, flag, statement counts); reading any other, such as
+    the record text, raises."""
 
-    conversation_id: str
-    external_id: str
-    patient_id: str
-    timestamp: datetime
-    model: str
-    grounding_score: float | None
-    consistency_score: float | None
-    confidence_score: float | None
-    hallucination_risk: float | None
-    overall_quality: float | None
-    risk_level: str | None
-    is_flagged: bool
-    flagged_statements: int
-    total_statements: int
+    conversation: Conversation
+
+
+# the columns a list of answers shows (core.storage.public.AnswerSummaryPublic)
+_SUMMARY_COLUMNS: tuple[Any, ...] = (
+    Conversation.external_id,
+    Conversation.patient_id,
+    Conversation.query_timestamp,
+    Conversation.model_used,
+    Conversation.grounding_score,
+    Conversation.consistency_score,
+    Conversation.confidence_score,
+    Conversation.hallucination_risk,
+    Conversation.overall_quality,
+    Conversation.risk_level,
+    Conversation.is_flagged,
+    Conversation.flagged_statements,
+    Conversation.total_statements,
+)
 
 
 def answer_page(
@@ -276,47 +284,14 @@ def answer_page(
             (Conversation.query_timestamp < at)
             | ((Conversation.query_timestamp == at) & (Conversation.id < last_id))
         )
-    columns: list[Any] = [
-        Conversation.id,
-        Conversation.external_id,
-        Conversation.patient_id,
-        Conversation.query_timestamp,
-        Conversation.model_used,
-        Conversation.grounding_score,
-        Conversation.consistency_score,
-        Conversation.confidence_score,
-        Conversation.hallucination_risk,
-        Conversation.overall_quality,
-        Conversation.risk_level,
-        Conversation.is_flagged,
-        Conversation.flagged_statements,
-        Conversation.total_statements,
-    ]
     stmt = (
-        select(*columns)
+        select(Conversation)
+        .options(load_only(*_SUMMARY_COLUMNS, raiseload=True))
         .where(*conds)
         .order_by(col(Conversation.query_timestamp).desc(), col(Conversation.id).desc())
         .limit(limit)
     )
-    return [
-        AnswerSummary(
-            conversation_id=str(r[0]),
-            external_id=str(r[1]),
-            patient_id=str(r[2]),
-            timestamp=r[3],
-            model=str(r[4]),
-            grounding_score=_f(r[5]),
-            consistency_score=_f(r[6]),
-            confidence_score=_f(r[7]),
-            hallucination_risk=_f(r[8]),
-            overall_quality=_f(r[9]),
-            risk_level=r[10],
-            is_flagged=bool(r[11]),
-            flagged_statements=int(r[12] or 0),
-            total_statements=int(r[13] or 0),
-        )
-        for r in session.execute(stmt)
-    ]
+    return [AnswerSummary(conv) for conv in session.execute(stmt).scalars()]
 
 
 __all__ = [

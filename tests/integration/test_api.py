@@ -83,6 +83,11 @@ def _audit(engine: Engine, action: str) -> list[m.AuditEvent]:
         return repo.list_audit_events(session=s, action=action)
 
 
+def _declared(c: httpx.Client, model: str) -> set[str]:
+    """The fields the OpenAPI document declares for a public model."""
+    return set(c.get("/openapi.json").json()["components"]["schemas"][model]["properties"])
+
+
 # --------------------------------------------------------------------------- answers
 
 
@@ -116,6 +121,12 @@ def test_an_answer_is_checked_stored_and_read_back_idempotently(api: Server) -> 
         assert second["severity"]
         assert body["contradictions"] == []
         assert body["checks"]["grounding"]["status"] == "ok"
+        # exactly the fields the OpenAPI document declares
+        assert set(body) == _declared(c, "AnswerStored")
+        assert set(body["scores"]) == _declared(c, "Scores")
+        assert set(body["risk"]) == _declared(c, "Risk")
+        assert set(first) == set(second) == _declared(c, "StatementPublic")
+        assert set(second["unsupported_words"][0]) == _declared(c, "WordSpan")
 
         again = c.post("/v1/answers", json=record(1))
         assert again.status_code == 200
@@ -138,6 +149,7 @@ def test_an_answer_is_checked_stored_and_read_back_idempotently(api: Server) -> 
 
         got = c.get("/v1/answers/ext-1")
         assert got.status_code == 200
+        assert set(got.json()) == _declared(c, "AnswerPublic")
         assert got.json()["answer"] == edited["answer"]
         assert got.json()["statements"] == replaced.json()["statements"]
         missing = c.get("/v1/answers/nope")
@@ -176,6 +188,7 @@ def test_a_later_answer_contradicting_an_earlier_one_is_reported(api: Server) ->
         found = r.json()["contradictions"]
         assert found
         assert found[0]["check_type"]
+        assert set(found[0]) == _declared(c, "ContradictionPublic")
         assert r.json()["flagged"] is True
         assert c.get("/v1/answers/ext-2").json()["contradictions"] == found
 
@@ -448,6 +461,7 @@ def test_pagination_walks_every_answer_once_newest_first(api: Server) -> None:
         assert keys == sorted(keys, reverse=True)
         assert "query" not in seen[0]
         assert "answer" not in seen[0]
+        assert set(seen[0]) == _declared(c, "AnswerSummaryPublic")
 
         def ids_for(**params: Any) -> set[str]:
             r = c.get("/v1/answers", params={"limit": 200, **params})

@@ -301,6 +301,9 @@ def test_trends_per_day_and_week_match_the_dashboards_query(svc: Service) -> Non
     assert denied.status_code == 403
     assert "'read'" in denied.json()["detail"]
     days = day.json()["points"]
+    with svc.client("reader") as c:
+        schemas = c.get("/openapi.json").json()["components"]["schemas"]
+    assert all(set(p) == set(schemas["TrendPointPublic"]["properties"]) for p in days)
     assert [(p["period"], p["answers"]) for p in days] == [
         ("2026-01-05", 1),
         ("2026-01-06", 1),
@@ -339,6 +342,8 @@ def test_the_review_queue_is_the_dashboards_and_verdicts_are_audited(svc: Servic
         ]
         first = queue["items"][0]
         assert first["statement"]
+        schemas = c.get("/openapi.json").json()["components"]["schemas"]
+        assert set(first) == set(schemas["QueueItemPublic"]["properties"])
         assert first["status"] in ("unsupported", "contradicted")
         assert first["severity"] in ("critical", "high", "medium", "low", None)
         page = c.get("/v1/review-queue", params={"limit": 1, "offset": 1}).json()
