@@ -20,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from core.text import split_sentences
+
 MentionKind = Literal[
     "medication", "condition", "allergy", "smoking", "alcohol", "vital", "lab", "procedure"
 ]
@@ -35,9 +37,10 @@ class Mention:
     """One clinical mention with its offsets in the analysed text.
 
     ``start``/``end`` delimit the matched words, ``sentence_start``/``sentence_end`` the
-    sentence holding them (``sentence`` is that sentence's text). ``name`` is normalised:
-    lower-case generic drug name, canonical condition name, ``tobacco``/``alcohol``, or the
-    vital/lab name.
+    sentence holding them (``sentence`` is that sentence's text): a sentence of
+    :func:`core.text.split_sentences`, with the label that opens its line ("Allergies:").
+    ``name`` is normalised: lower-case generic drug name, canonical condition name,
+    ``tobacco``/``alcohol``, or the vital/lab name.
     """
 
     kind: MentionKind
@@ -691,56 +694,44 @@ def _trigger_table() -> dict[str, tuple[_Cat, _Dir]]:
 
 # --------------------------------------------------------------------------- sentences
 
-_NO_BREAK_ABBR = frozenset(
-    {
-        "dr",
-        "mr",
-        "mrs",
-        "ms",
-        "vs",
-        "e.g",
-        "i.e",
-        "approx",
-        "st",
-        "jr",
-        "sr",
-        "fig",
-        "no",
-        "pt",
-        "dept",
-        "cf",
-        "incl",
-        "est",
-    }
-)
-_BOUNDARY_RE = re.compile(r"[.!?]+[\"')\]]*\s+(?=[A-Z0-9\-•*(\"'])|\n\s*")
 
+def _reading_spans(text: str) -> list[tuple[int, int]]:
+    """Where the extractor reads: the sentences of :func:`core.text.split_sentences`, with the
+    two things that splitter leaves out because they are not statements to check, yet carry
+    what a mention means.
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Sentence ``(start, end)`` offsets; clinical abbreviations such as "b.i.d." are kept whole.
-
-    A period after a title or "e.g." does not end a sentence; line breaks always do (list
-    items). Leading and trailing whitespace is excluded from each span.
+    - A label that opens a line ("Allergies: penicillin.", "Blood pressure: 128/72",
+      "Maternal grandfather: pancreatic cancer.") makes the words after it an allergy, a vital
+      sign or a family history: a sentence that opens its line takes back the text before it
+      on that line when that text ends with a colon.
+    - A line the splitter takes for a header is read as a sentence of its own, for a
+      condition listed alone in capitals ("HIV", "COPD") looks like one.
     """
     spans: list[tuple[int, int]] = []
-    start = 0
-    for match in _BOUNDARY_RE.finditer(text):
-        if match.group(0)[0] == ".":
-            word = re.search(r"([\w.]+)\.$", text[start : match.start() + 1])
-            if word and word.group(1).lower() in _NO_BREAK_ABBR:
-                continue
-        end = match.start() + len(match.group(0).rstrip())
-        spans.append((start, end))
-        start = match.end()
-    spans.append((start, len(text)))
+    previous_end = 0
+    for sentence in split_sentences(text):
+        start = sentence.start
+        line_start = max(text.rfind("\n", 0, start) + 1, previous_end)
+        before = text[line_start:start]
+        if before.rstrip().endswith(":") and any(c.isalpha() for c in before):
+            start = line_start + next(i for i, c in enumerate(before) if c.isalnum())
+        spans.extend(_left_out(text, previous_end, start))
+        spans.append((start, sentence.end))
+        previous_end = sentence.end
+    spans.extend(_left_out(text, previous_end, len(text)))
+    return spans
+
+
+def _left_out(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The lines of ``text[start:end]`` (left out by the splitter) that hold a word."""
     out = []
-    for s, e in spans:
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if e > s:
-            out.append((s, e))
+    pos = start
+    for line in text[start:end].splitlines(keepends=True):
+        body = line.strip()
+        if any(c.isalpha() for c in body):
+            a = pos + len(line) - len(line.lstrip())
+            out.append((a, a + len(body)))
+        pos += len(line)
     return out
 
 
@@ -866,7 +857,7 @@ class ClinicalExtractor:
     def extract(self, text: str) -> list[Mention]:
         """All mentions in ``text``, in order of appearance."""
         mentions: list[Mention] = []
-        for s_start, s_end in sentence_spans(text):
+        for s_start, s_end in _reading_spans(text):
             mentions.extend(self._sentence(text, s_start, s_end))
         return mentions
 

@@ -8,33 +8,16 @@ says three), a negation or laterality flipped, and specifics the record never st
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal
 
-_NUMBER_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
-    "fourteen": 14, "fifteen": 15, "twenty": 20, "once": 1, "twice": 2, "single": 1,
-}  # fmt: skip
-_UNIT_ALIASES = {
-    "milligram": "mg", "milligrams": "mg", "mgs": "mg", "microgram": "mcg", "micrograms": "mcg",
-    "µg": "mcg", "ug": "mcg", "gram": "g", "grams": "g", "ml": "ml", "millilitre": "ml",
-    "milliliter": "ml", "millilitres": "ml", "milliliters": "ml", "l": "l", "litre": "l",
-    "liter": "l", "litres": "l", "liters": "l", "units": "unit", "iu": "unit", "u": "unit",
-    "%": "%", "percent": "%", "kg": "kg", "kilograms": "kg", "lb": "lb", "lbs": "lb",
-    "pounds": "lb", "mmhg": "mmhg", "bpm": "bpm", "beats": "bpm", "mmol/l": "mmol/l",
-    "mg/dl": "mg/dl", "cm": "cm", "mm": "mm", "°c": "c", "c": "c", "°f": "f", "f": "f",
-    "days": "day", "day": "day", "weeks": "week", "week": "week", "wk": "week", "wks": "week",
-    "months": "month", "month": "month", "years": "year", "year": "year", "yrs": "year",
-    "yr": "year", "hours": "hour", "hour": "hour", "hrs": "hour", "h": "hour", "minutes": "minute",
-    "minute": "minute", "min": "minute", "mins": "minute", "times": "time", "time": "time",
-    "tablets": "tablet", "tablet": "tablet", "tabs": "tablet", "puffs": "puff", "puff": "puff",
-    "mg/kg": "mg/kg", "meq": "meq", "mcg/h": "mcg/h", "breaths": "breath", "x": "time",
-    "daily": "daily", "/min": "/min",
-}  # fmt: skip
-_UNIT_ALIASES.update({unit: unit for unit in set(_UNIT_ALIASES.values())})
+from core.grounding.facts import Quantity, digits
+from core.grounding.facts import quantities as read_quantities
+
 _STOPWORDS = frozenset(
     """a an the of to in on at for with and or but is are was were be been being has have had
     do does did this that these those it its as by from per than then there their they them he
@@ -44,6 +27,7 @@ _STOPWORDS = frozenset(
     documented states stated shows showed recorded according record records take takes taking
     took taken use uses using used start started starts continue continued get gets got now
     today currently current regular about approximately around mostly roughly told tell tells
+    time times
     said says say mentioned mentions explained""".split()
 )
 _NEGATION = re.compile(
@@ -53,29 +37,12 @@ _NEGATION = re.compile(
 )
 _CLAUSE_SPLIT = re.compile(r"[;,]|\bbut\b|\bhowever\b|\balthough\b|\bwhereas\b|\bthough\b", re.I)
 _LATERALITY = re.compile(r"\b(left|right|bilateral(?:ly)?|both\s+sides)\b", re.I)
-_NUM = r"(?:\d+(?:[.,]\d+)?(?:\s*/\s*\d+(?:[.,]\d+)?)?)"
-_WORDNUM = "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS if _NUMBER_WORDS[w]), key=len))
-_QUANTITY = re.compile(
-    rf"(?<![\w./-])(?P<num>{_NUM}|(?:{_WORDNUM})\b)\s*(?:-\s*)?"
-    r"(?P<unit>%|°[cf]|mmol/l|mg/dl|mg/kg|mcg/h|/min|[a-zµ]+)?",
-    re.I,
-)
 _DATE = re.compile(
     r"\b\d{1,4}[/-]\d{1,2}[/-]\d{1,4}\b|\b(?:19|20)\d{2}\b|"
     r"\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b",
     re.I,
 )
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-/][a-z0-9]+)*", re.I)
-
-
-@dataclass(frozen=True, slots=True)
-class Quantity:
-    """A number with its unit (or the noun it counts), as found in a text."""
-
-    value: str
-    unit: str
-    text: str
-    start: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,30 +72,18 @@ def _stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
-def content_tokens(text: str) -> set[str]:
-    """Lower-cased stemmed content words (no stopwords, no negation cues)."""
-    words = _TOKEN.findall(normalize_frequencies(text).lower())
+@lru_cache(maxsize=8192)
+def content_tokens(text: str) -> frozenset[str]:
+    """Lower-cased stemmed content words (no stopwords, no negation cues), numbers as the
+    quantities reader writes them ("three" -> "3", "twice daily" -> "2 times daily")."""
+    spelled = digits(_TWICE_DAILY.sub("2 times daily", normalize_frequencies(text)), ordinals=False)
+    words = _TOKEN.findall(_TIMES_DAILY.sub(r"\1 times daily", spelled).lower())
     words += [part for w in words if "-" in w for part in w.split("-")]
-    return {
-        str(_NUMBER_WORDS[t]) if _NUMBER_WORDS.get(t) is not None else _stem(t)
+    return frozenset(
+        _stem(t)
         for t in words
         if t not in _STOPWORDS and not _NEGATION.fullmatch(t) and (len(t) > 1 or t.isdigit())
-    }
-
-
-def _number_value(raw: str) -> str:
-    raw = raw.strip().lower().replace(",", ".")
-    if raw in _NUMBER_WORDS:
-        value = _NUMBER_WORDS[raw]
-        return str(value) if value is not None else raw
-    raw = re.sub(r"\s+", "", raw)
-    if "/" in raw:
-        return raw
-    try:
-        number = float(raw)
-    except ValueError:
-        return raw
-    return str(int(number)) if number.is_integer() else str(number)
+    )
 
 
 _FREQUENCIES = (
@@ -149,37 +104,96 @@ def normalize_frequencies(text: str) -> str:
     return text
 
 
-def quantities(text: str) -> list[Quantity]:
-    """Numbers in ``text`` with their unit, or the noun they count ("3 medications").
+@dataclass(frozen=True, slots=True)
+class _Placed:
+    """A quantity of :func:`core.grounding.facts.quantities` and where it stands in the text
+    that reader saw (``_read``): ``[start, end)`` covers the number and its unit or counted
+    noun; ``start`` is -1 when it could not be placed."""
 
-    Dates are left out (their formats vary too much to compare as numbers).
+    quantity: Quantity
+    start: int
+    end: int
+
+
+def _raw_number(q: Quantity) -> str:
+    """The number as written in the text read (``display`` less the unit facts appended)."""
+    if q.unit in ("%", "+"):
+        return q.display[: -len(q.unit)]
+    if q.unit and q.unit != "score" and q.display.endswith(" " + q.unit):
+        return q.display[: -len(q.unit) - 1]
+    return q.display
+
+
+_TIMES_DAILY = re.compile(r"\b(\d+) daily\b")
+_TWICE_DAILY = re.compile(r"\btwice daily\b", re.I)
+_ARTICLE = re.compile(r"an?\b", re.I)
+_AGE = re.compile(r"\s*-?\s*years?\s*-?\s*old\b", re.I)
+_UNIT_AFTER = re.compile(r"\s*-?\s*(?:%|\+|[A-Za-z]+)")
+_FREQUENCY_AFTER = re.compile(r"\s+(?:daily|nightly|weekly|monthly)\b", re.I)
+# a word or a unit facts does not know ("mmol/L"); a stopword first passes to the next
+_NOUN_AFTER = re.compile(r"\s*-?\s*([A-Za-z]+(?:/[A-Za-z]+)*)(?:\s+([A-Za-z]+(?:/[A-Za-z]+)*))?")
+
+
+@lru_cache(maxsize=4096)
+def _read(text: str, *, ordinals: bool = False) -> tuple[str, tuple[_Placed, ...]]:
+    """The text as :func:`core.grounding.facts.quantities` reads it (frequencies spelled one
+    way, "3 times daily"; numbers as digits, spelled ordinals too with ``ordinals``, as facts
+    reads evidence but not statements) and its quantities placed in it.
+
+    Readings a claim check needs that facts does not make are added here: an age
+    ("64-year-old") is no duration (unit ``age``); a number without a unit counts the noun
+    after it ("3 medications": unit ``#medication``); "once" ("1 time") says nothing a
+    frequency word does not; and in a claim, "a night" is no number. Dates are left out
+    (their formats vary too much to compare).
     """
-    text = normalize_frequencies(text)
-    dates = [m.span() for m in _DATE.finditer(text)]
-    found: list[Quantity] = []
-    for match in _QUANTITY.finditer(text):
-        start, end = match.span("num")
-        if any(s <= start < e for s, e in dates):
+    seen = digits(normalize_frequencies(text), ordinals=ordinals)
+    seen = _TIMES_DAILY.sub(r"\1 times daily", _TWICE_DAILY.sub("2 times daily", seen))
+    dates = [m.span() for m in _DATE.finditer(seen)]
+    placed: list[_Placed] = []
+    cursor = 0
+    for q in read_quantities(seen, ordinals=ordinals):
+        number = re.compile(rf"(?<![\w.]){re.escape(_raw_number(q))}(?![\d.,/]\d|\d)")
+        m = number.search(seen, cursor)
+        if m is None:
+            placed.append(_Placed(q, -1, -1))
             continue
-        raw_unit = (match.group("unit") or "").lower()
-        unit = _UNIT_ALIASES.get(raw_unit, "")
-        if not unit and raw_unit and raw_unit not in _STOPWORDS:
-            unit = "#" + _stem(raw_unit)  # counted noun
-        elif not unit and raw_unit in _STOPWORDS:
-            nxt = re.match(r"\s*([A-Za-z]+)", text[match.end() :])
-            unit = "#" + _stem(nxt.group(1)) if nxt else ""
-        num_raw = match.group("num")
-        if num_raw.lower() in _NUMBER_WORDS and not unit:
-            continue  # "one of", "both": not a quantity
-        if num_raw.lower() in ("a couple of", "several", "single", "both") and not unit:
+        cursor = end = m.end()
+        if any(s <= m.start() < e for s, e in dates) or (q.value, q.unit) == ("1", "times"):
             continue
-        value = _number_value(num_raw)
-        if re.match(r"\s*-?\s*old\b", text[match.end() :], re.I):
-            unit = "age"
-        if unit == "daily" and value == "1":
-            continue  # "once daily" says no more than "daily"
-        found.append(Quantity(value, unit, match.group(0).strip(), start))
-    return found
+        after = seen[end:]
+        if q.unit is not None:
+            unit = _UNIT_AFTER.match(after)
+            end += unit.end() if unit else 0
+            if q.unit == "times" and (often := _FREQUENCY_AFTER.match(seen, end)):
+                end = often.end()  # "2 times daily" as one
+            if q.unit == "year" and _AGE.match(after):
+                q = replace(q, unit="age")
+        elif "/" not in q.value and (words := _NOUN_AFTER.match(after)):
+            noun, stop = words.group(1).lower(), words.end(1)
+            if noun in _STOPWORDS and words.group(2):
+                noun, stop = words.group(2).lower(), words.end(2)
+            if noun not in _STOPWORDS:
+                q = replace(q, unit="#" + _stem(noun))
+                end += stop
+        placed.append(_Placed(q, m.start(), end))
+    if not ordinals and any(p.quantity.value == "1" for p in placed):
+        # in a claim "a night", "an hour" is an article, not a number it states
+        written = normalize_frequencies(text)
+        spans = _in_original(written, seen, [(p.start, p.end) for p in placed])
+        placed = [
+            p
+            for p, (a, b) in zip(placed, spans, strict=True)
+            if p.quantity.value != "1" or p.start < 0 or not _ARTICLE.match(written[a:b])
+        ]
+    return seen, tuple(placed)
+
+
+def quantities(text: str, *, ordinals: bool = False) -> list[Quantity]:
+    """Numbers in ``text`` as :func:`core.grounding.facts.quantities` reads them, with an age
+    told from a duration (unit ``age``) and the noun a bare number counts (unit ``#noun``,
+    as in "3 medications"); dates and "once" are left out. ``ordinals`` as facts reads
+    evidence ("the second dose", "a couple of"); a claim is read without."""
+    return [p.quantity for p in _read(text, ordinals=ordinals)[1]]
 
 
 def _enumeration_counts(text: str, noun: str) -> list[int]:
@@ -235,16 +249,18 @@ def _sides(text: str) -> set[str]:
     return sides
 
 
-def _anchor(claim: str, q: Quantity) -> str | None:
-    """The content word just before a quantity ("metformin" in "metformin 500 mg")."""
-    head = re.split(r"[;,]", normalize_frequencies(claim)[: q.start])[-1]
+def _anchor(seen: str, placed: tuple[_Placed, ...], at: _Placed) -> str | None:
+    """The content word just before a quantity ("metformin" in "metformin 500 mg"), in the
+    text as read (``_read``); numbers and their unit words are no anchor."""
+    units = {w.lower() for p in placed for w in _TOKEN.findall(seen[p.start : p.end])}
+    units |= {"daily", "nightly", "weekly", "monthly"}
+    head = re.split(r"[;,]", seen[: at.start])[-1]
     before = _TOKEN.findall(head.lower())[-8:]
     for word in reversed(before):
         stem = _stem(word)
         if (
             word not in _STOPWORDS
-            and word not in _UNIT_ALIASES
-            and word not in _NUMBER_WORDS
+            and word not in units
             and not re.fullmatch(r"[\d./]+", word)
             and len(stem) > 2
         ):
@@ -262,7 +278,7 @@ def _anchored_values(evidence: str, anchor: str, unit: str) -> set[str] | None:
     ]
     if not pieces:
         return None
-    return {x.value for p in pieces for x in quantities(p) if x.unit == unit}
+    return {x.value for p in pieces for x in quantities(p, ordinals=True) if x.unit == unit}
 
 
 _REPLY = re.compile(
@@ -298,16 +314,21 @@ def compare_specifics(claim: str, evidence_texts: Iterable[str]) -> SpecificsFin
     ``ok`` otherwise.
     """
     evidence = "\n".join(evidence_texts)
-    ev_quantities = quantities(evidence)
+    ev_quantities = quantities(evidence, ordinals=True)
     ev_values = {(q.value, q.unit) for q in ev_quantities}
     ev_bare = {q.value for q in ev_quantities}
-    claim_quantities = quantities(claim)
+    seen, placed = _read(claim)
+    claim_quantities = [p.quantity for p in placed]
     claim_values = {(q.value, q.unit) for q in claim_quantities}
+    written = normalize_frequencies(claim)  # a reason quotes the claim's own words
+    wording = _in_original(written, seen, [(p.start, p.end) for p in placed]) if placed else []
     anchored_addition = False
     found = 0
     additions: list[str] = []
-    for q in claim_quantities:
-        if q.unit.startswith("#"):
+    for p, (a, b) in zip(placed, wording, strict=True):
+        q = p.quantity
+        text = written[a:b].strip() if p.start >= 0 else q.display
+        if q.unit and q.unit.startswith("#"):
             if (q.value, q.unit) in ev_values:
                 found += 1
                 continue
@@ -322,8 +343,8 @@ def compare_specifics(claim: str, evidence_texts: Iterable[str]) -> SpecificsFin
                     found / len(claim_quantities),
                     anchored=True,
                 )
-        anchor = _anchor(claim, q) if q.unit else None
-        anchored = _anchored_values(evidence, anchor, q.unit) if anchor else None
+        anchor = _anchor(seen, placed, p) if q.unit and p.start >= 0 else None
+        anchored = _anchored_values(evidence, anchor, q.unit) if anchor and q.unit else None
         if anchored is not None:
             if q.value in anchored:
                 found += 1
@@ -332,17 +353,17 @@ def compare_specifics(claim: str, evidence_texts: Iterable[str]) -> SpecificsFin
             if others:
                 return SpecificsFinding(
                     "conflict",
-                    f"value differs: {q.text} vs {sorted(others)[0]} {q.unit.lstrip('#')}",
+                    f"value differs: {text} vs {sorted(others)[0]} {(q.unit or '').lstrip('#')}",
                     found / len(claim_quantities),
                     anchored=True,
                 )
-            additions.append(q.text)
+            additions.append(text)
             anchored_addition = True
             continue
         if (q.value, q.unit) in ev_values or (not q.unit and q.value in ev_bare):
             found += 1
             continue
-        additions.append(q.text)
+        additions.append(text)
     coverage = found / len(claim_quantities) if claim_quantities else 1.0
     clause, share = best_clause(claim, evidence)
     stripped_share = best_clause(without_quantities(claim), evidence)[1]
@@ -379,11 +400,28 @@ def compare_specifics(claim: str, evidence_texts: Iterable[str]) -> SpecificsFin
     return SpecificsFinding("ok", None, coverage)
 
 
+def _in_original(text: str, seen: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` of the text as read (``_read``) mapped back onto ``text``: the reader rewrote
+    words ("three" -> "3", "a week" -> "1 week"), so the two are aligned on the runs they
+    share (difflib); a rewritten run maps to the words it replaced."""
+    blocks = difflib.SequenceMatcher(None, seen, text, autojunk=False).get_opcodes()
+
+    def back(pos: int, *, end: bool) -> int:
+        for _, s1, s2, t1, t2 in blocks:
+            if s1 <= pos < s2 or (end and s1 < pos <= s2):
+                return t1 + (pos - s1 if s2 - s1 == t2 - t1 else (t2 - t1 if end else 0))
+        return len(text) if end else 0
+
+    return [(back(a, end=False), back(b, end=True)) for a, b in spans]
+
+
 def without_quantities(text: str) -> str:
     """``text`` without its quantities and frequency words (what is left to support)."""
     text = normalize_frequencies(text)
-    for q in sorted(quantities(text), key=lambda q: -len(q.text)):
-        text = text.replace(q.text, " ")
+    seen, placed = _read(text)
+    spans = _in_original(text, seen, [(p.start, p.end) for p in placed if p.start >= 0])
+    for a, b in sorted(spans, reverse=True):
+        text = text[:a] + " " + text[b:]
     return re.sub(r"\b(?:daily|nightly|weekly|monthly)\b", " ", text, flags=re.I)
 
 
@@ -421,7 +459,7 @@ def lexical_support(
 
 
 _STATED_LIST = re.compile(
-    rf"\b(?P<num>\d+|{_WORDNUM})\s+(?:[a-z-]+\s+){{0,2}}?(?P<noun>[a-z-]+s)\s*"
+    r"(?P<num>[a-z0-9-]+)\s+(?:[a-z-]+\s+){0,2}?(?P<noun>[a-z-]+s)\s*"
     r"(?::|\(|,\s*(?:namely|including|which are|:))\s*(?P<items>[^.;)]+)",
     re.I,
 )
@@ -433,13 +471,17 @@ def stated_count_mismatch(text: str) -> tuple[int, int, int] | None:
     "takes three medications: metformin, lisinopril, atorvastatin and aspirin" gives
     ``(offset of the count, 3, 4)``: the right items, the wrong count (a procedural error).
     """
-    for match in _STATED_LIST.finditer(text):
-        stated = _number_value(match.group("num"))
-        if not stated.isdigit():
+    for word in re.finditer(r"\b[a-z0-9]+\b", text, re.I):
+        match = _STATED_LIST.match(text, word.start())
+        if match is None:
             continue
+        counted = read_quantities(match.group("num"), ordinals=False)
+        if len(counted) != 1 or not counted[0].value.isdigit():
+            continue
+        stated = int(counted[0].value)
         items = [p for p in re.split(r",|\band\b|\bor\b", match.group("items")) if p.strip()]
-        if len(items) >= 2 and len(items) != int(stated):
-            return match.start("num"), int(stated), len(items)
+        if len(items) >= 2 and len(items) != stated:
+            return match.start("num"), stated, len(items)
     return None
 
 

@@ -14,8 +14,8 @@ from core.clinical import (
     drug_classes,
     extract_mentions,
     is_chronic,
-    sentence_spans,
 )
+from core.text import split_sentences
 
 
 def one(text: str, kind: str | None = None) -> Mention:
@@ -63,12 +63,25 @@ def test_brand_names_resolve_to_generic() -> None:
 
 def test_two_sentences_split_after_bid() -> None:
     text = "Metformin 500 mg b.i.d. Lisinopril 10 mg daily."
-    spans = sentence_spans(text)
-    assert [text[s:e] for s, e in spans] == ["Metformin 500 mg b.i.d.", "Lisinopril 10 mg daily."]
+    spans = split_sentences(text)
+    assert [s.text for s in spans] == ["Metformin 500 mg b.i.d.", "Lisinopril 10 mg daily."]
     meds = extract_mentions(text)
     assert [(m.name, m.frequency) for m in meds] == [("metformin", "bid"), ("lisinopril", "qd")]
     assert meds[1].sentence == "Lisinopril 10 mg daily."
     assert text[meds[1].start : meds[1].end] == "Lisinopril"
+
+
+def test_line_labels_and_capitalised_lines_are_read() -> None:
+    text = (
+        "ALLERGIES\nPenicillin allergy.\n\nVITALS\n\nBlood pressure: 128/72 mmHg\n"
+        "Maternal grandfather: pancreatic cancer.\n\nPAST HISTORY\n\nHIV\n"
+    )
+    got = [(m.kind, m.name, m.assertion, m.value) for m in extract_mentions(text)]
+    assert ("vital", "blood pressure", "affirmed", "128/72") in got
+    assert ("condition", "cancer", "family", None) in got
+    assert ("condition", "hiv infection", "affirmed", None) in got
+    vital = next(m for m in extract_mentions(text) if m.kind == "vital")
+    assert vital.sentence == "Blood pressure: 128/72 mmHg"
 
 
 def test_offsets_point_into_original_text() -> None:

@@ -241,6 +241,14 @@ def test_added_specific_is_an_addition() -> None:
     assert finding.coverage == 0.0
 
 
+def test_once_and_articles_are_no_specifics() -> None:
+    assert compare_specifics("He takes lisinopril 10 mg once daily.", [NOTE.text]).kind == "ok"
+    assert [(q.value, q.unit) for q in quantities("She sleeps 6 hours a night.")] == [("6", "hour")]
+    finding = compare_specifics("His potassium was 5.1 mmol/L.", [LAB.text])
+    assert finding.kind == "conflict"
+    assert "5.1 mmol/L" in (finding.reason or "")
+
+
 def test_ages_and_dates_are_not_durations() -> None:
     units = {q.unit for q in quantities("A 64-year-old man seen on 12/03/2024.")}
     assert units == {"age"}
