@@ -134,6 +134,7 @@ def export(trained: Path, pairs: Path, *, seed: int, command: str) -> None:
         "mts": [f"mts_dialog/{MTS_TRAIN[0]} (ID not a multiple of 10)"],
         "mts_bt": [f"mts_dialog/{n} (ID not a multiple of 10)" for n in MTS_TRAIN[1:]],
         "medhallu": ["medhallu/medhallu_pqa_labeled.jsonl (row index % 10 in 0-4)"],
+        "primock": ["verification/PriMock57/notes and transcripts (consultations of days 1-3)"],
     }
     seconds_file = trained / "training_seconds.txt"
     old = json.loads((MODEL_DIR / SETTINGS).read_text()) if (MODEL_DIR / SETTINGS).exists() else {}
