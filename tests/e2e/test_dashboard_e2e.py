@@ -208,10 +208,14 @@ def test_every_page_renders(server: str, page: object) -> None:
 def test_give_a_verdict(server: str, page: object) -> None:
     _open(page, f"{server}/review", "Review queue")
     page.get_by_text("Item 1 of").first.wait_for()  # type: ignore[attr-defined]
-    queue = page.get_by_test_id("stMetricValue").first.inner_text()  # type: ignore[attr-defined]
     name = page.get_by_role("textbox", name="Reviewer name")  # type: ignore[attr-defined]
     name.fill("Dr. Browser")
     name.press("Enter")
+    # the name reruns the page: click only once the rerun has drawn the buttons again (a
+    # click on a button that the rerun replaces is lost)
+    page.get_by_text("Reviewing as Dr. Browser").first.wait_for()  # type: ignore[attr-defined]
+    _settle(page)
+    queue = page.get_by_test_id("stMetricValue").first.inner_text()  # type: ignore[attr-defined]
     button = page.locator("button:enabled", has_text="False alarm").first  # type: ignore[attr-defined]
     button.wait_for()
     button.click()
