@@ -46,11 +46,22 @@ def preload(modules: tuple[str, ...] = PRELOAD) -> float:
     """Import ``modules``; returns the seconds it took. A module that cannot be imported is
     skipped (the page that needs it reports the error when it runs)."""
     started = time.perf_counter()
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:  # pragma: no cover - a broken install shows on the page
-            log.warning("could not preload %s: %s", name, type(exc).__name__)
+    # Each ``st.cache_data`` decorator checks its parameters when its module is imported and,
+    # with no server running yet, warns that it falls back to memory storage: a check only,
+    # as every call looks its cache up in the running server. Those warnings are held back.
+    # (imported first: Streamlit sets its loggers' levels as it creates them)
+    importlib.import_module("streamlit.runtime.caching.cache_data_api")
+    caching = logging.getLogger("streamlit.runtime.caching.cache_data_api")
+    level = caching.level
+    caching.setLevel(logging.ERROR)
+    try:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except ImportError as exc:  # pragma: no cover - a broken install shows on the page
+                log.warning("could not preload %s: %s", name, type(exc).__name__)
+    finally:
+        caching.setLevel(level)
     return time.perf_counter() - started
 
 
