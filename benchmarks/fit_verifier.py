@@ -37,37 +37,21 @@ def dev_cases(data: Path, seed: int) -> list[tuple[str, list[Any], list[tuple[st
 
     rng = random.Random(seed)
     cases: list[tuple[str, list[Any], list[tuple[str, int, str]]]] = []
+
+    def visit(group: str, note: str, dialogue: str) -> None:
+        items = benchmark_items(note, dialogue, rng)
+        labelled = [(s, int(k is not None), k or "reference") for s, k, _ in items]
+        cases.append((group, [SourceChunk("visit", dialogue, "transcript")], labelled))
+
     with require_data(data, "aci_bench", ACI_DEV).open(newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
-            items = benchmark_items(row["note"], row["dialogue"], rng)
-            cases.append(
-                (
-                    "aci",
-                    [SourceChunk("visit", row["dialogue"], "transcript")],
-                    [(s, int(k is not None), k or "reference") for s, k, _ in items],
-                )
-            )
+            visit("aci", row["note"], row["dialogue"])
     with require_data(data, "mts_dialog", MTS_TRAIN[0]).open(newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
-            if split_of("mts", MTS_TRAIN[0], row["ID"]) != "dev":
-                continue
-            items = benchmark_items(row["section_text"], row["dialogue"], rng)
-            cases.append(
-                (
-                    "mts",
-                    [SourceChunk("visit", row["dialogue"], "transcript")],
-                    [(s, int(k is not None), k or "reference") for s, k, _ in items],
-                )
-            )
+            if split_of("mts", MTS_TRAIN[0], row["ID"]) == "dev":
+                visit("mts", row["section_text"], row["dialogue"])
     for enc in primock_encounters(data, splits=("dev",)):
-        items = benchmark_items(enc.note, enc.dialogue, rng)
-        cases.append(
-            (
-                "primock",
-                [SourceChunk("visit", enc.dialogue, "transcript")],
-                [(s, int(k is not None), k or "reference") for s, k, _ in items],
-            )
-        )
+        visit("primock", enc.note, enc.dialogue)
     path = require_data(data, "medhallu", "medhallu_pqa_labeled.jsonl")
     with path.open(encoding="utf-8") as fh:
         for i, line in enumerate(fh):

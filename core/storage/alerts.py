@@ -23,9 +23,9 @@ from core.storage.models import (
     AlertFiring,
     ConsistencyCheck,
     Conversation,
-    Review,
     StatementCheck,
 )
+from core.storage.queries import latest_reviews
 from core.storage.writes import record_audit
 
 State = Literal["open", "acknowledged", "resolved"]
@@ -363,27 +363,17 @@ class Verdict:
 def recent_verdicts(*, session: Session, limit: int) -> list[Verdict]:
     """The ``limit`` most recent verdicts that are a confirmed hallucination or a false alarm
     ('unsure' left out), the latest per statement, newest first."""
-    ranked = select(
-        col(Review.statement_check_id),
-        col(Review.verdict),
-        col(Review.created_at),
-        func.row_number()
-        .over(
-            partition_by=col(Review.statement_check_id),
-            order_by=(col(Review.created_at).desc(), col(Review.id).desc()),
-        )
-        .label("rn"),
-    ).subquery()
+    latest = latest_reviews()
     stmt = (
         select(
             col(StatementCheck.risk),
-            ranked.c.verdict,
+            latest.c.verdict,
             col(StatementCheck.conversation_id),
-            ranked.c.created_at,
+            latest.c.created_at,
         )
-        .join(ranked, ranked.c.statement_check_id == col(StatementCheck.id))
-        .where(ranked.c.rn == 1, ranked.c.verdict.in_(["confirmed", "false_alarm"]))
-        .order_by(ranked.c.created_at.desc(), col(StatementCheck.id).desc())
+        .join(latest, latest.c.statement_check_id == col(StatementCheck.id))
+        .where(latest.c.verdict.in_(["confirmed", "false_alarm"]))
+        .order_by(latest.c.created_at.desc(), col(StatementCheck.id).desc())
         .limit(limit)
     )
     return [

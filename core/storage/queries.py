@@ -559,11 +559,14 @@ def statement_risk_histogram(
     return counts
 
 
-def _latest_review_subquery() -> Any:
+def latest_reviews() -> Any:
+    """A subquery of each reviewed statement's latest verdict (``statement_check_id``,
+    ``verdict``, ``reviewer``, ``created_at``): the one verdict that counts for it."""
     ranked = select(
         col(Review.statement_check_id),
         col(Review.verdict),
         col(Review.reviewer),
+        col(Review.created_at),
         func.row_number()
         .over(
             partition_by=col(Review.statement_check_id),
@@ -592,7 +595,7 @@ def reviewed_statements(
     *, session: Session, filters: Filters = Filters()
 ) -> list[ReviewedStatement]:
     """Latest verdict per reviewed statement (calibration against human labels)."""
-    latest = _latest_review_subquery()
+    latest = latest_reviews()
     ranked_time = (
         select(col(Review.statement_check_id), func.max(Review.created_at).label("at"))
         .group_by(col(Review.statement_check_id))
@@ -651,6 +654,7 @@ __all__ = [
     "kpis",
     "list_audit_events",
     "list_models",
+    "latest_reviews",
     "list_patients",
     "list_reviews",
     "model_stats",
