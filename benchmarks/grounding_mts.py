@@ -38,7 +38,12 @@ from collections import defaultdict
 from typing import Any
 
 from _common import base_parser, prf, print_json, print_table, require_data
-from verifier_data import benchmark_items, primock_encounters
+from verifier_data import (
+    benchmark_hallucinations,
+    benchmark_items,
+    counterfactual_evidence,
+    primock_encounters,
+)
 
 SETS = {
     "1": "MTS-Dialog-TestSet-1-MEDIQA-Chat-2023.csv",
@@ -173,6 +178,58 @@ def test_cases(rows: list[dict[str, str]], seed: int) -> list[tuple[list[Any], l
     ]
 
 
+ADDITIONS = "added content"
+CHANGES = "changed specific"
+
+
+def said_cases(rows: list[dict[str, str]], seed: int) -> list[tuple[str, str, str, str]]:
+    """Does a flag follow the evidence or how a sentence reads? For each generated
+    hallucination that can be made true, (group, statement, dialogue as it is, dialogue
+    changed to say it): an addition's line spoken in the dialogue (in the wording training
+    never uses), or a changed specific changed in the dialogue too. The same hallucinations
+    as :func:`test_cases` (same seed)."""
+    rng = random.Random(seed)
+    flip = random.Random(seed + 1)
+    out = []
+    for r in rows:
+        for _, h in benchmark_hallucinations(r["section_text"], r["dialogue"], rng):
+            if h is None:
+                continue
+            said = counterfactual_evidence(h, r["dialogue"], flip, held_out=True)
+            if said is not None:
+                group = ADDITIONS if h.said else CHANGES
+                out.append((group, h.text, r["dialogue"], said))
+    return out
+
+
+def evidence_reading(verifier: Any, cases: list[tuple[str, str, str, str]]) -> list[dict[str, Any]]:
+    """Share of the hallucinations flagged against the dialogue as it is (recall) and against
+    the dialogue that says them (false alarms: the sentence is now true), per group."""
+    from core.grounding import SourceChunk
+
+    flagged: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for group, text, dialogue, said in cases:
+        (as_is,) = verifier.verify_statements([text], [SourceChunk("d", dialogue, "transcript")])
+        (true,) = verifier.verify_statements([text], [SourceChunk("d", said, "transcript")])
+        flagged[group].append((int(not as_is.is_grounded), int(not true.is_grounded)))
+    table = []
+    for group in (ADDITIONS, CHANGES):
+        pairs = flagged.get(group, [])
+        if pairs:
+            recall = sum(a for a, _ in pairs) / len(pairs)
+            alarms = sum(b for _, b in pairs) / len(pairs)
+            table.append(
+                {
+                    "group": group,
+                    "n": len(pairs),
+                    "flagged, not said": recall,
+                    "flagged, said": alarms,
+                    "follows evidence": recall - alarms,
+                }
+            )
+    return table
+
+
 def load_set(data: Any, key: str) -> list[dict[str, str]]:
     """The rows of MTS-Dialog test set ``key`` ("1" or "2"), or with ``key`` "primock" the
     test consultations of PriMock57 (day 5: a clinician's whole note against the merged
@@ -199,6 +256,12 @@ def main() -> None:
     parser.add_argument(
         "--verifiers", default="learned,rules", help="which verifiers: learned, rules or both"
     )
+    parser.add_argument(
+        "--said",
+        type=int,
+        default=60,
+        help="encounters per set for the evidence-reading table (0: leave it out)",
+    )
     args = parser.parse_args()
 
     from core.backends.embedder import get_embedder
@@ -215,6 +278,7 @@ def main() -> None:
     if "rules" in chosen:
         verifiers["rules only (previous)"] = GroundingVerifier(embedder=embedder)
     summary = []
+    reading: list[dict[str, Any]] = []
     whole: list[dict[str, Any]] = []
     details: dict[str, Any] = {}
     for key in args.sets.split(","):
@@ -222,6 +286,7 @@ def main() -> None:
         if args.encounters and len(rows) > args.encounters:
             rows = random.Random(args.seed).sample(rows, args.encounters)
         cases = test_cases(rows, args.seed)
+        said = said_cases(rows[: args.said], args.seed) if args.said else []
         n_real = sum(k is None for _, items in cases for _, k, _ in items)
         n_hall = sum(k is not None for _, items in cases for _, k, _ in items)
         baseline = prf([0] * n_real + [1] * n_hall, [1] * (n_real + n_hall))
@@ -263,6 +328,8 @@ def main() -> None:
                     }
                 )
             details[f"{key}/{label}"] = out
+            for line in evidence_reading(verifier, said) if said else []:
+                reading.append({"set": set_name(key), "verifier": label, **line})
             summary.append(
                 {
                     "set": set_name(key),
@@ -295,8 +362,23 @@ def main() -> None:
         ["set", "ranked by", "sections", "auroc"],
         "Whole sections: as written vs one sentence replaced by a hallucination (AUROC)",
     )
+    if reading:
+        print_table(
+            reading,
+            [
+                "set",
+                "verifier",
+                "group",
+                "n",
+                "flagged, not said",
+                "flagged, said",
+                "follows evidence",
+            ],
+            "Evidence reading: the same generated sentence flagged against the dialogue as it "
+            "is, and against the dialogue made to say it (higher 'follows evidence' is better)",
+        )
     if args.json:
-        print_json({"summary": summary, "sections": whole, "details": details})
+        print_json({"summary": summary, "sections": whole, "reading": reading, "details": details})
 
 
 if __name__ == "__main__":

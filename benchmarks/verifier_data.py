@@ -24,6 +24,7 @@ never read here.
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import random
 import re
@@ -38,6 +39,8 @@ from _common import ROOT, base_parser, require_data
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from core.grounding.perturb import Hallucination, hallucinate  # noqa: E402
+
 # A reference sentence is a positive when its evidence says at least half its content words,
 # or three quarters of them and it means much the same (clinical words for plain speech:
 # "denies hematemesis" against "no, I haven't vomited any blood").
@@ -45,6 +48,11 @@ MAX_POSITIVE_NOVELTY = 0.5
 RESCUE_NOVELTY = 0.75
 RESCUE_COSINE = 0.5
 MIN_WORDS = 3
+# Share of generated hallucinations also shown, the very same sentence, against evidence
+# that does say it (the added line spoken, or the changed words changed in the evidence too):
+# so that the model learns to compare with the evidence rather than to recognise how a
+# generated sentence reads ("..., and an MRI was ordered" is not wrong in itself).
+COUNTERFACTUAL_SHARE = 0.5
 # How often each kind of hallucination is chosen when a statement allows several: the edits
 # that change a specific are rarer in the data than additions, so they weigh more.
 KIND_WEIGHTS = {
@@ -69,6 +77,9 @@ KIND_WEIGHTS = {
     "add_social": 0.7,
     "add_drug": 0.8,
 }
+
+
+Item = tuple[str, str | None, str]  # (statement, kind of hallucination or None, original)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +218,6 @@ def encounter_rows(
 ) -> list[Row]:
     """Positives, generated negatives, a foreign sentence and an off-passage pair."""
     from core.grounding import SourceChunk
-    from core.grounding.perturb import hallucinate
     from core.grounding.support import novelty
     from core.text import split_statements
 
@@ -230,26 +240,90 @@ def encounter_rows(
             continue
         counts["positive kept"] += 1
         kept.append((s, ev))
-    negatives: list[tuple[str, str]] = []
+    negatives: list[Hallucination] = []
     for s, _ in kept:
         made = hallucinate(s, enc.dialogue, rng, others=statements)
-        for h in _choose(made, rng, 2 if rng.random() < 0.3 else 1):
-            negatives.append((h.text, h.kind))
+        negatives.extend(_choose(made, rng, 2 if rng.random() < 0.3 else 1))
     for s in rng.sample(list(foreign), min(len(foreign), 1 + len(kept) // 6)):
-        negatives.append((s, "other_visit"))
-    neg_evidence = verifier.evidence_texts([t for t, _ in negatives], source) if negatives else []
+        negatives.append(Hallucination("other_visit", s, ""))
+    neg_evidence = verifier.evidence_texts([h.text for h in negatives], source) if negatives else []
     rows = [Row(s, ev, 1, enc.dataset, enc.split, "reference") for s, ev in kept]
-    for (text, kind), ev in zip(negatives, neg_evidence, strict=True):
-        if kind == "other_visit" and novelty(text, [ev]) < 0.3:
+    flip = random.Random(f"{enc.file}/{enc.key}")  # the other rows' draws stay as they were
+    for h, ev in zip(negatives, neg_evidence, strict=True):
+        if h.kind == "other_visit" and novelty(h.text, [ev]) < 0.3:
             counts["foreign sentence dropped (the visit says it too)"] += 1
             continue
-        rows.append(Row(text, ev, 0, enc.dataset, enc.split, kind))
+        rows.append(Row(h.text, ev, 0, enc.dataset, enc.split, h.kind))
+        said = (
+            counterfactual_evidence(h, ev, flip) if flip.random() < COUNTERFACTUAL_SHARE else None
+        )
+        if said is not None:
+            counts["counterfactual positive (evidence made to say it)"] += 1
+            rows.append(Row(h.text, said, 1, enc.dataset, enc.split, f"{h.kind}_said"))
     # a positive against a passage of its visit that does not say it
     for s, ev in kept[: max(1, len(kept) // 8)]:
         other = [r.evidence for r in rows if r.evidence != ev and novelty(s, [r.evidence]) > 0.6]
         if other:
             rows.append(Row(s, rng.choice(other), 0, enc.dataset, enc.split, "off_passage"))
     return rows
+
+
+def _changed_span(original: str, text: str) -> tuple[str, str] | None:
+    """The words ``text`` has in place of ``original``'s, when one run of words changed."""
+    a, b = original.split(), text.split()
+    ops = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+    changed = [op for op in ops if op[0] != "equal"]
+    if len(changed) != 1 or changed[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = changed[0]
+    old, new = " ".join(a[i1:i2]).strip(".,;:"), " ".join(b[j1:j2]).strip(".,;:")
+    return (old, new) if old and new and old.lower() != new.lower() else None
+
+
+def _spoken(line: str, evidence: str) -> str:
+    """``line`` ("Doctor: ...", "Patient: ...") written as the evidence writes its turns:
+    ACI-Bench's "[doctor] lower case , spaced punctuation" or as it is."""
+    if not re.search(r"\[(?:doctor|patient)\]", evidence):
+        return line
+
+    def turn(m: re.Match[str]) -> str:
+        words = re.sub(r"\s*([,.?!])", r" \1", m.group(2).strip().lower())
+        return f"[{m.group(1).lower()}] {words}"
+
+    return "\n".join(
+        turn(m) for m in re.finditer(r"(Doctor|Patient): (.*?)(?=\s*(?:Doctor|Patient):|$)", line)
+    )
+
+
+def counterfactual_evidence(
+    h: Hallucination, evidence: str, rng: random.Random, *, held_out: bool = False
+) -> str | None:
+    """``evidence`` changed so that it supports the hallucination ``h``: an addition's line
+    spoken at a line break in its first part (where truncation does not reach), in one of
+    the wordings training may use or, with ``held_out``, in the one it never sees; or a
+    changed specific changed in the evidence too. None when neither can be done."""
+    if h.said:
+        if h.kind == "add_age" and re.search(r"year-old|years? old", evidence, re.I):
+            return None  # a line with another age would contradict, not support
+        line = h.said[-1] if held_out else rng.choice(h.said[:-1])
+        starts = [0] + [m.end() for m in re.finditer(r"\n| … ", evidence)]
+        starts = [p for p in starts if p <= 0.6 * len(evidence)] or [0]
+        at = rng.choice(starts)
+        return f"{evidence[:at]}{_spoken(line, evidence)}\n{evidence[at:]}"
+    if h.kind in NO_COUNTERFACTUAL or not h.original:
+        return None
+    span = _changed_span(h.original, h.text)
+    if span is None:
+        return None
+    old, new = span
+    pattern = re.compile(rf"(?<![\w.]){re.escape(old)}(?![\w]|\.\d)", re.I)
+    if not pattern.search(evidence):
+        return None
+    return pattern.sub(new.replace("\\", "\\\\"), evidence)
+
+
+# A flipped negation or hedge changed in the evidence by words would rarely read as speech.
+NO_COUNTERFACTUAL = frozenset({"negation", "hedge", "sex", "other_visit"})
 
 
 def medhallu_rows(data: Path, verifier: Any) -> list[Row]:
@@ -367,14 +441,12 @@ if __name__ == "__main__":
     main()
 
 
-Item = tuple[str, str | None, str]  # (statement, kind of hallucination or None, original)
-
-
-def benchmark_items(note: str, dialogue: str, rng: random.Random) -> list[Item]:
-    """Every sentence of a note as it is (a real reference sentence), and for each one
-    hallucination of it, chosen as in training: how the benchmarks and the fit on dev rows
+def benchmark_hallucinations(
+    note: str, dialogue: str, rng: random.Random
+) -> list[tuple[str, Hallucination | None]]:
+    """Every sentence of a note as it is (a real reference sentence, with None), and for each
+    one hallucination of it, chosen as in training: how the benchmarks and the fit on dev rows
     read an encounter (no sentence is left out for what the visit does not say)."""
-    from core.grounding.perturb import hallucinate
     from core.text import split_statements
 
     statements = [
@@ -382,9 +454,18 @@ def benchmark_items(note: str, dialogue: str, rng: random.Random) -> list[Item]:
         for s in split_statements(note)
         if len(s.text.split()) >= MIN_WORDS and any(c.isalpha() for c in s.text)
     ]
-    items: list[Item] = []
+    out: list[tuple[str, Hallucination | None]] = []
     for s in statements:
-        items.append((s, None, s))
+        out.append((s, None))
         for h in _choose(hallucinate(s, dialogue, rng, others=statements), rng, 1):
-            items.append((h.text, h.kind, s))
-    return items
+            out.append((s, h))
+    return out
+
+
+def benchmark_items(note: str, dialogue: str, rng: random.Random) -> list[Item]:
+    """:func:`benchmark_hallucinations` as (statement, kind of hallucination or None,
+    original sentence)."""
+    return [
+        (s, None, s) if h is None else (h.text, h.kind, s)
+        for s, h in benchmark_hallucinations(note, dialogue, rng)
+    ]

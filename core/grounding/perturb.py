@@ -296,22 +296,24 @@ REFERRALS = (
     "ENT",
     "a pain specialist",
 )
-SOCIAL = (
-    "smokes a pack of cigarettes a day",
-    "drinks alcohol daily",
-    "uses marijuana",
-    "works as a truck driver",
-    "works as a teacher",
-    "works night shifts as a nurse",
-    "lives alone",
-    "lives with her daughter",
-    "is divorced",
-    "quit smoking ten years ago",
-    "exercises five days a week",
-    "drinks four cups of coffee a day",
-    "recently traveled abroad",
-    "has two children",
-)
+# Social-history facts as a note writes them, and as the patient would say them.
+SOCIAL_SAID = {
+    "smokes a pack of cigarettes a day": "I smoke a pack of cigarettes a day",
+    "drinks alcohol daily": "I drink alcohol every day",
+    "uses marijuana": "I use marijuana",
+    "works as a truck driver": "I work as a truck driver",
+    "works as a teacher": "I work as a teacher",
+    "works night shifts as a nurse": "I work night shifts as a nurse",
+    "lives alone": "I live alone",
+    "lives with her daughter": "I live with my daughter",
+    "is divorced": "I'm divorced",
+    "quit smoking ten years ago": "I quit smoking ten years ago",
+    "exercises five days a week": "I exercise five days a week",
+    "drinks four cups of coffee a day": "I drink four cups of coffee a day",
+    "recently traveled abroad": "I recently traveled abroad",
+    "has two children": "I have two children",
+}
+SOCIAL = tuple(SOCIAL_SAID)
 _HEDGES = re.compile(
     r"\b(?:possibl[ey]|probabl[ey]|likely|suspected|questionable|presumed|presumptive|"
     r"may (?=have|be)|might (?=have|be)|could (?=have|be)|concern for|rule out|r/o|"
@@ -380,11 +382,22 @@ KINDS = (
 
 @dataclass(frozen=True, slots=True)
 class Hallucination:
-    """A statement the source does not support, made from one it does (``kind``: how)."""
+    """A statement the source does not support, made from one it does (``kind``: how).
+
+    ``said`` is, for an addition, lines of a visit that would each say what was added, in
+    different words (so that training can also show the same sentence where the visit does
+    support it; training draws on all but the last, which measurement keeps for itself);
+    empty for the other kinds."""
 
     kind: str
     text: str
     original: str
+    said: tuple[str, ...] = ()
+
+
+# A maker returns the new statement, or (for an addition) the statement and what a visit
+# would say to support it, or None when the kind does not apply.
+_Made = str | tuple[str, tuple[str, ...]] | None
 
 
 def _absent(words: str, source_low: str) -> bool:
@@ -573,7 +586,7 @@ def _append(s: str, clause: str) -> str:
     return f"{body}{clause}{end}"
 
 
-def _add_order(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+def _add_order(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
     low = source.lower()
     tests = [t.format(part=rng.choice(BODY_PARTS)) for t in TESTS]
     tests = [t for t in tests if _absent(t, low)]
@@ -581,37 +594,67 @@ def _add_order(s: str, source: str, rng: random.Random, others: Sequence[str]) -
         return None
     test = rng.choice(tests)
     form = rng.choice((", and {t} was ordered", "; {t} was ordered", ", and {t} was normal"))
-    return _append(s, form.format(t=test))
+    said = (
+        (
+            f"Doctor: {test[:1].upper()}{test[1:]} came back normal.",
+            f"Doctor: Your results from {test} were normal.",
+            f"Doctor: Good news, {test} showed nothing abnormal.",
+        )
+        if form.endswith("normal")
+        else (
+            f"Doctor: I'd like to get {test} done.",
+            f"Doctor: We'll order {test} today.",
+            f"Doctor: I'm going to send you for {test}.",
+        )
+    )
+    return _append(s, form.format(t=test)), said
 
 
-def _add_referral(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+def _add_referral(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
     refs = [r for r in REFERRALS if _absent(r, source.lower())]
     if not refs:
         return None
     form = rng.choice((", and the patient was referred to {r}", "; a referral to {r} was placed"))
-    return _append(s, form.format(r=rng.choice(refs)))
+    ref = rng.choice(refs)
+    said = (
+        f"Doctor: I'm going to refer you to {ref}.",
+        f"Doctor: I'll put in a referral to {ref}.",
+        f"Doctor: I think you should be seen by {ref}, I'll send the referral.",
+    )
+    return _append(s, form.format(r=ref)), said
 
 
-def _add_family(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+def _add_family(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
     low = source.lower()
     conds = [c for c in CONDITIONS if _absent(c, low)]
     if not conds:
         return None
     who = rng.choice([r for r in _RELATIVES if r not in low] or ["mother"])
-    return _append(s, f", and there is a family history of {rng.choice(conds)} in the {who}")
+    cond = rng.choice(conds)
+    said = (
+        f"Patient: My {who} had {cond}.",
+        f"Patient: There's {cond} in my family, my {who} had it.",
+        f"Doctor: Any family history? Patient: Yes, my {who} had {cond}.",
+    )
+    return _append(s, f", and there is a family history of {cond} in the {who}"), said
 
 
-def _add_duration(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+def _add_duration(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
     if _NUM_RE.search(s) or re.search(r"\b(?:day|week|month|year)s?\b", s, re.I):
         return None
     unit = rng.choice(("days", "weeks", "months", "years"))
     n = rng.choice((2, 3, 4, 6, 8, 10))
     if re.search(rf"\b{n} {unit}\b", source, re.I):
         return None
-    return _append(s, rng.choice((f" for the past {n} {unit}", f" for {n} {unit}")))
+    said = (
+        f"Patient: It's been going on for about {n} {unit} now.",
+        f"Patient: This started {n} {unit} ago.",
+        f"Patient: I'd say {n} {unit}, more or less.",
+    )
+    return _append(s, rng.choice((f" for the past {n} {unit}", f" for {n} {unit}"))), said
 
 
-def _add_age(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+def _add_age(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
     m = _PERSON_RE.search(s)
     if m is None or re.search(r"\byears? old\b|-year-old", s, re.I):
         return None
@@ -619,38 +662,65 @@ def _add_age(s: str, source: str, rng: random.Random, others: Sequence[str]) -> 
     if str(age) in source:
         return None
     who = "patient" if m.group(0).lower() == "the patient" else rng.choice(("man", "woman"))
-    return _sub_at(s, m, f"the {age}-year-old {who}")
+    said = (
+        f"Patient: I'm {age} years old.",
+        f"Patient: I just turned {age}.",
+        f"Doctor: And you're {age} now? Patient: That's right.",
+    )
+    return _sub_at(s, m, f"the {age}-year-old {who}"), said
 
 
-def _add_symptom(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+def _add_symptom(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
     low = source.lower()
     symptoms = [x for x in SYMPTOMS if _absent(x, low)]
     if not symptoms or not re.search(r"\b(?:reports?|complain|pain|ache|feel|notic)", s, re.I):
         return None
-    return _append(
-        s, rng.choice((f" and {rng.choice(symptoms)}", f", with {rng.choice(symptoms)}"))
+    forms = (f" and {rng.choice(symptoms)}", f", with {rng.choice(symptoms)}")
+    clause = rng.choice(forms)
+    symptom = clause.removeprefix(" and ").removeprefix(", with ")
+    bare = re.sub(r"^an? ", "", symptom)
+    said = (
+        f"Patient: I've also had {symptom}.",
+        f"Patient: And there's been some {bare} too.",
+        f"Patient: I've been getting {bare} as well.",
     )
+    return _append(s, clause), said
 
 
-def _add_social(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+def _add_social(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
     facts = [f for f in SOCIAL if _absent(f, source.lower())]
     if not facts or not _PERSON_RE.search(s):
         return None
-    return _append(
-        s,
-        f", and {rng.choice(('the patient', 'he' if ' he ' in s else 'she'))} {rng.choice(facts)}",
-    )
+    who = rng.choice(("the patient", "he" if " he " in s else "she"))
+    fact = rng.choice(facts)
+    first = SOCIAL_SAID[fact]
+    said = (f"Patient: {first}.", f"Patient: Oh, and {first}.", f"Patient: Yes, {first}.")
+    return _append(s, f", and {who} {fact}"), said
 
 
-def _add_drug(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+def _add_drug(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
     drugs = [d for d in DRUGS if _absent(d.split(" ")[0], source.lower())]
     if not drugs:
         return None
     form = rng.choice((", and {d} was started", "; the patient also takes {d}"))
-    return _append(s, form.format(d=rng.choice(drugs)))
+    drug = rng.choice(drugs)
+    said = (
+        (
+            f"Doctor: Let's start you on {drug}.",
+            f"Doctor: I'm going to prescribe {drug}.",
+            f"Doctor: I'd like you to begin {drug}.",
+        )
+        if "started" in form
+        else (
+            f"Patient: I also take {drug}.",
+            f"Patient: I'm on {drug} as well.",
+            f"Patient: Oh, and I take {drug}.",
+        )
+    )
+    return _append(s, form.format(d=drug)), said
 
 
-_MAKERS: dict[str, Callable[[str, str, random.Random, Sequence[str]], str | None]] = {
+_MAKERS: dict[str, Callable[[str, str, random.Random, Sequence[str]], _Made]] = {
     "number": _number,
     "time_unit": _time_unit,
     "negation": _negation,
@@ -694,7 +764,8 @@ def hallucinate(
     """
     out: list[Hallucination] = []
     for kind in kinds:
-        new = _MAKERS[kind](statement, source, rng, others)
+        made = _MAKERS[kind](statement, source, rng, others)
+        new, said = made if isinstance(made, tuple) else (made, ())
         if new and new.strip() and new.strip().lower() != statement.strip().lower():
-            out.append(Hallucination(kind, new, statement))
+            out.append(Hallucination(kind, new, statement, said))
     return out

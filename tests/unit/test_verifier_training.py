@@ -4,6 +4,7 @@ the lexical support that shows which words a statement adds."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -117,3 +118,58 @@ def test_spoken_numbers_bear_out_digits() -> None:
 def test_novelty_is_zero_for_a_repeat_and_one_for_an_invention() -> None:
     assert novelty("The left knee still hurts.", [SOURCE]) == 0.0
     assert novelty("Colonoscopy scheduled tomorrow.", [SOURCE]) == 1.0
+
+
+def _verifier_data():  # type: ignore[no-untyped-def]
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    import verifier_data
+
+    return verifier_data
+
+
+def test_every_addition_says_how_a_visit_would_support_it() -> None:
+    rng = random.Random(3)
+    made = hallucinate(
+        "He reports knee pain.", SOURCE, rng, kinds=[k for k in KINDS if k.startswith("add_")]
+    )
+    assert made
+    for h in made:
+        assert len(h.said) >= 2, h.kind  # wordings to train on, and one kept for measuring
+        assert all(line.startswith(("Doctor:", "Patient:")) for line in h.said)
+    (order,) = hallucinate("The knee hurts.", SOURCE, random.Random(0), kinds=("add_order",))
+    added = order.text[len("The knee hurts") :].lower()
+    words = [w for w in re.findall(r"[a-z]{4,}", added) if w not in {"ordered", "normal"}]
+    assert words
+    assert all(w in line.lower() for w in words for line in order.said)
+
+
+def test_counterfactual_evidence_makes_the_evidence_say_it() -> None:
+    vd = _verifier_data()
+    evidence = "Doctor: How is the knee?\nPatient: The left knee still hurts."
+    (add,) = hallucinate("The knee hurts.", SOURCE, random.Random(0), kinds=("add_referral",))
+    said = vd.counterfactual_evidence(add, evidence, random.Random(0))
+    assert said is not None
+    (inserted,) = set(said.splitlines()) - set(evidence.splitlines())
+    assert inserted in add.said[:-1]
+    held_out = vd.counterfactual_evidence(add, evidence, random.Random(0), held_out=True)
+    assert held_out is not None
+    assert add.said[-1] in held_out
+    # a changed specific is changed in the evidence too, where the evidence says it
+    (side,) = hallucinate("Left knee pain.", SOURCE, random.Random(0), kinds=("laterality",))
+    assert vd.counterfactual_evidence(side, evidence, random.Random(0)) == evidence.replace(
+        "left", "Right"
+    )
+    (neg,) = hallucinate("She denies fever.", SOURCE, random.Random(0), kinds=("negation",))
+    assert vd.counterfactual_evidence(neg, evidence, random.Random(0)) is None
+
+
+def test_counterfactual_lines_follow_the_transcript_style() -> None:
+    vd = _verifier_data()
+    line = "Doctor: Any family history? Patient: Yes, my mother had COPD."
+    assert vd._spoken(line, "[doctor] how are you ?") == (
+        "[doctor] any family history ?\n[patient] yes , my mother had copd ."
+    )
+    assert vd._spoken(line, "Doctor: How are you?") == line
