@@ -22,6 +22,14 @@ the chance that at least one statement is unsupported (one minus the product of 
 statements' support). The share of the section's words the dialogue never says is the
 baseline any verifier must beat.
 
+A third table asks whether a flag follows the evidence or how a sentence reads: each
+generated hallucination that can be made true (an addition, or a changed specific the
+dialogue says in the same words) is checked against its dialogue as it is and against the
+dialogue made to say it: the added line spoken in a wording training never uses, or the
+changed words changed in the dialogue too. A verifier that reads the evidence flags the first
+and not the second ("follows evidence": the difference); one that has learnt how a generated
+sentence reads flags both. ``--said N`` sets how many encounters of each set (default 60).
+
 With ``--sets primock`` (in the default) the same is measured on PriMock57's test
 consultations (day 5): clinicians' own shorthand notes of mock primary-care consultations
 against their manual transcripts, a style of note no other set has.

@@ -12,7 +12,11 @@ Negatives are made from kept
 positives with a fixed seed (:mod:`core.grounding.perturb`: changed specifics, flipped
 negations, additions never said, merged facts, hedges made certain), plus a sentence of
 another visit's note read against this visit, plus a positive read against a passage of its
-visit that does not say it. MedHallu answers (ground truth and hallucinated) against their
+visit that does not say it. Half of the generated hallucinations that can be made true are
+also kept as positives against evidence changed to say them (``COUNTERFACTUAL_SHARE``: an
+addition's line spoken, in one of the wordings :mod:`core.grounding.perturb` gives; a
+changed specific changed in the evidence too), so that the sentence alone never tells the
+label. MedHallu answers (ground truth and hallucinated) against their
 knowledge. The general claim/evidence corpora come from ``verifier_corpora.py``.
 
 Which rows may be used is decided by :func:`core.grounding.splits.split_of`; a test row is
