@@ -1,8 +1,8 @@
 """Clinical mentions in free text: medications, conditions, allergies, habits, vitals, labs.
 
-Rule-based and offline: a curated lexicon (``core/data/clinical_lexicon.json``: generic and
-brand drug names, drug classes, chronic conditions with their abbreviations, procedures and
-common allergens) is matched on word n-grams, and a ConText-style pass decides each mention's
+Rule-based and offline: the clinical lexicon (:mod:`core.lexicon`: generic and brand drug
+names, drug classes, conditions with their synonyms and abbreviations, procedures and common
+allergens) is matched on word n-grams, and a ConText-style pass decides each mention's
 assertion (affirmed, negated, historical, hypothetical, family) and, for medications, the
 action (started, stopped, increased, decreased, continued). Dose, unit, frequency and route are
 read after a drug name; vitals and labs carry their value and unit.
@@ -13,13 +13,12 @@ precision: a mention that cannot be read with confidence is left out rather than
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
+from core.lexicon import load_lexicon
 from core.text import split_sentences
 
 MentionKind = Literal[
@@ -84,16 +83,9 @@ def _key(phrase: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _lexicon() -> dict[str, Any]:
-    raw = (Path(__file__).parent / "data" / "clinical_lexicon.json").read_text("utf-8")
-    data: dict[str, Any] = json.loads(raw)
-    return data
-
-
-@lru_cache(maxsize=1)
 def _drug_class_index() -> dict[str, frozenset[str]]:
     index: dict[str, set[str]] = {}
-    for cls, members in _lexicon()["drug_classes"].items():
+    for cls, members in load_lexicon().drug_classes.items():
         for member in members:
             index.setdefault(member, set()).add(cls)
     return {k: frozenset(v) for k, v in index.items()}
@@ -106,24 +98,24 @@ def drug_classes(name: str) -> frozenset[str]:
 
 def drug_class_names() -> frozenset[str]:
     """All drug class names of the lexicon."""
-    return frozenset(_lexicon()["drug_classes"])
+    return frozenset(load_lexicon().drug_classes)
 
 
 def is_drug_class(name: str) -> bool:
     """Whether ``name`` is a drug class of the lexicon (``statin``, ``anticoagulant``...)."""
-    return name in _lexicon()["drug_classes"]
+    return name in load_lexicon().drug_classes
 
 
 def condition_group(name: str) -> str | None:
     """The broader condition a specific one belongs to (type 2 diabetes -> diabetes mellitus)."""
-    entry = _lexicon()["conditions"].get(name)
-    return entry.get("group") if entry else None
+    entry = load_lexicon().conditions.get(name)
+    return entry.group if entry else None
 
 
 def is_chronic(name: str) -> bool:
     """Whether a condition is chronic or a lasting history (a later denial is a conflict)."""
-    entry = _lexicon()["conditions"].get(name)
-    return bool(entry and entry["chronic"])
+    entry = load_lexicon().conditions.get(name)
+    return bool(entry and entry.chronic)
 
 
 _VITALS: dict[str, tuple[str, ...]] = {
@@ -262,18 +254,18 @@ _NO_ALLERGY = (
 @lru_cache(maxsize=1)
 def _term_tables() -> tuple[dict[str, _Term], dict[str, _Term], frozenset[str]]:
     """(case-insensitive n-gram table, case-sensitive abbreviation table, allergen keys)."""
-    lex = _lexicon()
+    lex = load_lexicon()
     table: dict[str, _Term] = {}
     abbr: dict[str, _Term] = {}
 
     def add(phrase: str, term: _Term) -> None:
         table.setdefault(_key(phrase), term)
 
-    for name, entry in lex["conditions"].items():
+    for name, entry in lex.conditions.items():
         add(name, _Term("condition", name))
-        for syn in entry["synonyms"]:
+        for syn in entry.synonyms:
             add(syn, _Term("condition", name))
-        for ab in entry["abbreviations"]:
+        for ab in entry.abbreviations:
             abbr[" ".join(_TOKEN_RE.findall(ab))] = _Term("condition", name)
     for phrase, (kind, assertion) in _HABITS.items():
         table[_key(phrase)] = _Term(kind, _HABIT_NAME[kind], assertion)
@@ -283,20 +275,20 @@ def _term_tables() -> tuple[dict[str, _Term], dict[str, _Term], frozenset[str]]:
     for name, syns in _LABS.items():
         for syn in syns:
             add(syn, _Term("lab", name))
-    for generic, brands in lex["drugs"].items():
+    for generic, brands in lex.drugs.items():
         add(generic, _Term("medication", generic))
         for brand in brands:
             add(brand, _Term("medication", generic))
-    for cls, syns in lex["drug_class_synonyms"].items():
+    for cls, syns in lex.drug_class_synonyms.items():
         add(cls, _Term("medication", cls))
         for syn in syns:
             add(syn, _Term("medication", cls))
-    for name, syns in lex["procedures"].items():
+    for name, syns in lex.procedures.items():
         add(name, _Term("procedure", name))
         for syn in syns:
             add(syn, _Term("procedure", name))
     allergen_keys = set()
-    for name, syns in lex["allergens"].items():
+    for name, syns in lex.allergens.items():
         for phrase in (name, *syns):
             key = _key(phrase)
             allergen_keys.add(key)

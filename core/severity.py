@@ -40,6 +40,7 @@ from functools import lru_cache
 from typing import Literal, get_args
 
 from core.clinical import drug_classes, extract_mentions
+from core.lexicon import load_lexicon
 
 Kind = Literal[
     "number", "negation", "side", "drug", "condition", "allergy", "invented", "earlier_answer"
@@ -78,7 +79,7 @@ Subject = Literal[
 ]
 
 # High-alert medications (after the ISMP list): an error with these is the likeliest to harm.
-# Classes as core/data/clinical_lexicon.json names them; single drugs by generic name.
+# Classes as the clinical lexicon (core/lexicon.py) names them; single drugs by generic name.
 HIGH_ALERT_CLASSES: frozenset[str] = frozenset(
     {"anticoagulant", "insulin", "opioid", "benzodiazepine", "antiplatelet"}
 )
@@ -247,9 +248,7 @@ def higher(a: str | None, b: str | None) -> str | None:
 
 @lru_cache(maxsize=1)
 def _brand_generics() -> dict[str, str]:
-    from core.grounding.facts import load_lexicon
-
-    return {k.lower(): v.lower() for k, v in load_lexicon().drug_brands.items()}
+    return {k.lower(): v.lower() for k, v in load_lexicon().brand_generics().items()}
 
 
 def _is_high_alert(generic: str) -> bool:

@@ -9,14 +9,12 @@ accepted as grounded.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import chain
-from pathlib import Path
 from typing import Literal
 
 from rapidfuzz import fuzz
@@ -28,8 +26,7 @@ from core.grounding.vocab import (
     generics_in,
     headings_in,
 )
-
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+from core.lexicon import load_lexicon as clinical_lexicon
 
 FactStatus = Literal["agree", "missing", "conflict"]
 
@@ -56,7 +53,9 @@ AGREE = FactCheck("agree")
 
 @dataclass(frozen=True, slots=True)
 class Lexicon:
-    """Drug and condition names with synonyms and brand names (core/data/grounding_lexicon.json)."""
+    """What the fact checks read of the clinical lexicon (:mod:`core.lexicon`): drug words
+    with their generic names, diagnosis names with the words that say the same condition is
+    discussed, and the stems of findings and examination signs."""
 
     drugs: frozenset[str]
     conditions: tuple[str, ...]
@@ -68,23 +67,28 @@ class Lexicon:
     exam_signs: frozenset[str]
 
 
+def _words_only(name: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9']+", name.lower()))
+
+
 @lru_cache(maxsize=1)
 def load_lexicon() -> Lexicon:
-    """The packaged lexicon (read once per process)."""
-    raw = json.loads((DATA_DIR / "grounding_lexicon.json").read_text("utf-8"))
-    conditions = tuple(sorted(raw["conditions"], key=len, reverse=True))
-    synonyms: dict[str, list[str]] = {k: list(v) for k, v in raw["condition_synonyms"].items()}
-    for name, others in list(synonyms.items()):  # symmetric: "high blood pressure" <-> ...
-        for other in others:
-            if other in conditions and name not in synonyms.setdefault(other, []):
-                synonyms[other].append(name)
+    """The fact checks' view of the packaged lexicon (built once per process)."""
+    lex = clinical_lexicon()
+    # names as a sentence is read for them: words only ("non-small cell" as "non small cell")
+    conditions = tuple(dict.fromkeys(_words_only(n) for n in lex.diagnosis_names()))
+    synonyms: dict[str, tuple[str, ...]] = {}
+    for name, others in lex.diagnosis_synonyms().items():
+        # each as written ("a-fib", found in a source as it is) and as words only
+        spelled = tuple(dict.fromkeys([*others, *(_words_only(o) for o in others)]))
+        synonyms[name] = synonyms[_words_only(name)] = spelled
     return Lexicon(
-        drugs=frozenset(raw["drugs"]),
-        conditions=conditions,
-        condition_synonyms={k: tuple(v) for k, v in synonyms.items()},
-        drug_brands=dict(raw["drug_brands"]),
-        findings=frozenset(stem(w) for w in raw["findings"] if " " not in w),
-        exam_signs=frozenset(stem(w) for w in raw["exam_signs"]),
+        drugs=lex.drug_words(),
+        conditions=tuple(sorted(conditions, key=len, reverse=True)),
+        condition_synonyms=synonyms,
+        drug_brands=lex.brand_generics(),
+        findings=frozenset(stem(w) for w in lex.findings if " " not in w),
+        exam_signs=frozenset(stem(w) for w in lex.exam_signs),
     )
 
 
@@ -1050,6 +1054,16 @@ def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
     return marks
 
 
+def denies(text: str) -> bool:
+    """Whether written ``text`` denies something: one of its content words read as negated,
+    by the same reading the fact checks give a statement (a cue's scope over a list, "pain
+    free", "negative for", "non-", a clause boundary ending it). Other detectors ask this
+    rather than keep a cue list of their own."""
+    toks = tokens(_findings_as_words(text))
+    marks = _polarity_marks(toks, speech=False)
+    return any(m is False and _content(t) for t, m in zip(toks, marks, strict=True))
+
+
 def _last(toks: list[str], tok: str, before: int) -> int:
     """Index of the last ``tok`` before index ``before`` (-1: none)."""
     return next((j for j in range(before - 1, -1, -1) if toks[j] == tok), -1)
@@ -1079,7 +1093,7 @@ _NO_FIRST_RE = re.compile(
 )
 
 
-def _reply(sentence: str) -> bool | None:
+def reply_answer(sentence: str) -> bool | None:
     """A short reply's yes (True) or no (False); None when neither, or when the reply goes
     on to say more (a "no" before a new clause often answers something else)."""
     text = _SPEAKER_RE.sub("", sentence)
@@ -1173,7 +1187,7 @@ def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
     toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", sentence)))
     question = is_question(sentence)
     j = reply_index(sentences, i)
-    reply = _reply(sentences[j]) if j < len(sentences) else None
+    reply = reply_answer(sentences[j]) if j < len(sentences) else None
     pol, asked = _polarity(toks)
     words = [t for t in toks if t.isalpha()]
     if asked and words[-1] in _NO_WORDS and not question:

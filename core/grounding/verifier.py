@@ -20,6 +20,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -27,7 +28,6 @@ from rapidfuzz import fuzz
 
 from core.checks import OK, CheckStatus, failed, skipped, unavailable
 from core.grounding.facts import (
-    DATA_DIR,
     FAMILIES,
     QUESTION_RUN,
     FactCheck,
@@ -58,7 +58,9 @@ TIERS = ("exact", "fuzzy", "semantic", "learned", "nli", "llm_judge", "inference
 @lru_cache(maxsize=1)
 def tuned_parameters() -> dict[str, Any]:
     """Thresholds chosen on development data (core/data/grounding_params.json)."""
-    text = (DATA_DIR / "grounding_params.json").read_text("utf-8")
+    text = (Path(__file__).resolve().parent.parent / "data" / "grounding_params.json").read_text(
+        "utf-8"
+    )
     return dict(json.loads(text))
 
 

@@ -1,0 +1,69 @@
+"""The one clinical lexicon: every name has one owner, and every reader sees the same names."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from core.clinical import extract_mentions, is_chronic
+from core.grounding.facts import condition_mentions, drug_mentions
+from core.grounding.facts import load_lexicon as facts_view
+from core.lexicon import load_lexicon
+from core.severity import subjects
+
+
+def test_a_name_belongs_to_one_drug_and_one_condition() -> None:
+    lex = load_lexicon()
+    others = Counter(o for names in lex.drugs.values() for o in names)
+    assert [o for o, n in others.items() if n > 1] == []
+    assert not set(others) & set(lex.drugs), "a brand is not also a generic"
+    owners = Counter(n for c in lex.conditions.values() for n in set(c.names))
+    assert [n for n, k in owners.items() if k > 1] == []
+
+
+@pytest.mark.parametrize(
+    ("brand", "generic"),
+    [("eliquis", "apixaban"), ("pradaxa", "dabigatran"), ("norvasc", "amlodipine")],
+)
+def test_grounding_extraction_and_severity_read_a_brand_alike(brand: str, generic: str) -> None:
+    sentence = f"She takes {brand.title()} every day."
+    (mention,) = [m for m in extract_mentions(sentence) if m.kind == "medication"]
+    assert mention.name == generic
+    assert brand in drug_mentions(sentence)
+    assert facts_view().drug_brands[brand] == generic
+
+
+def test_anticoagulant_brands_are_high_alert_wherever_they_are_read() -> None:
+    assert "high_alert_drug" in subjects("He was started on Pradaxa 150 mg.")
+    assert "high_alert_drug" in subjects("Continue Savaysa.")
+
+
+def test_conditions_of_either_former_list_are_read_by_both() -> None:
+    # once only in the fact checks' list
+    assert "diverticulitis" in condition_mentions("History of diverticulitis.")
+    assert [m.name for m in extract_mentions("History of diverticulitis.")] == ["diverticulitis"]
+    assert is_chronic("fibromyalgia")
+    assert not is_chronic("appendicitis")
+    # once only in extraction's list
+    assert "acute kidney injury" in condition_mentions("Admitted with acute kidney injury.")
+
+
+def test_words_a_visit_says_for_a_condition_are_cues_not_the_condition() -> None:
+    assert "blood pressure" in facts_view().condition_synonyms["hypertension"]
+    assert not [
+        m for m in extract_mentions("We checked her blood pressure.") if m.kind == "condition"
+    ]
+    assert "hypertension" not in condition_mentions("We checked her blood pressure.")
+
+
+def test_complaints_are_findings_for_grounding_and_conditions_for_extraction() -> None:
+    assert load_lexicon().conditions["chest pain"].symptom
+    assert "chest pain" not in facts_view().conditions
+    assert [m.name for m in extract_mentions("She has chest pain.")] == ["chest pain"]
+
+
+def test_a_hyphenated_name_is_read_whole() -> None:
+    found = condition_mentions("Non-small cell lung cancer.")
+    assert "non small cell lung cancer" in found
+    assert "small cell lung cancer" not in found
