@@ -3,7 +3,10 @@
 Catches procedural errors that similarity alone misses: a value or dose that differs from the
 record (contradicted), a count stated wrongly (the record lists four medications, the claim
 says three), a negation or laterality flipped, and specifics the record never states
-(over-extrapolation). Pure functions over plain strings; no model.
+(over-extrapolation). Pure functions over plain strings; no model. Quantities, negation and a
+reply's yes or no are read by the fact checks of answer grounding (``facts.quantities``,
+``facts.denies``, ``facts.reply_answer``), so that the claim audit and grounding read a
+sentence alike.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
-from core.grounding.facts import Quantity, digits
+from core.grounding.facts import Quantity, denies, digits, reply_answer
 from core.grounding.facts import quantities as read_quantities
 
 _STOPWORDS = frozenset(
@@ -30,6 +33,8 @@ _STOPWORDS = frozenset(
     time times
     said says say mentioned mentions explained""".split()
 )
+# The cue words content_tokens leaves out: negation is read by the fact checks' engine
+# (``facts.denies``), not matched here.
 _NEGATION = re.compile(
     r"\b(?:no|not|non|never|none|denies|denied|deny|without|negative\s+for|absent|ruled\s+out|"
     r"free\s+of|nor|neither|unremarkable)\b|n't\b",
@@ -238,7 +243,7 @@ def best_clause(claim: str, evidence: str) -> tuple[str, float]:
 
 
 def _negated(text: str) -> bool:
-    return bool(_NEGATION.search(text))
+    return denies(text)
 
 
 def _sides(text: str) -> set[str]:
@@ -281,12 +286,6 @@ def _anchored_values(evidence: str, anchor: str, unit: str) -> set[str] | None:
     return {x.value for p in pieces for x in quantities(p, ordinals=True) if x.unit == unit}
 
 
-_REPLY = re.compile(
-    r"^\W*(?:\[?\w+\]?\s*:?\s*)??(?:(?P<no>no|none|nope|never|not)|(?P<yes>yes|yeah|yep))\b",
-    re.I,
-)
-
-
 def _evidence_negated(clause: str, evidence: str) -> bool | None:
     """Polarity of an evidence clause; a question takes the polarity of the reply after it.
 
@@ -298,10 +297,8 @@ def _evidence_negated(clause: str, evidence: str) -> bool | None:
         return _negated(clause)
     reply = after.lstrip().lstrip("?").lstrip()
     reply = re.sub(r"^\[[^\]]*\]\s*|^\w+:\s*", "", reply)
-    match = _REPLY.match(reply)
-    if match is None:
-        return None
-    return match.group("no") is not None
+    answer = reply_answer(re.split(r"(?<=[.!?])\s+|\n", reply, maxsplit=1)[0])
+    return None if answer is None else not answer
 
 
 def compare_specifics(claim: str, evidence_texts: Iterable[str]) -> SpecificsFinding:

@@ -619,3 +619,20 @@ def test_cli_usage_errors(tmp_path: Path) -> None:
     assert bad_mode.exit_code == 1
     assert "--mode" in json.loads(bad_mode.stdout)["message"]
     assert NOTE.text not in missing.stdout + bad_mode.stdout
+
+
+def test_claim_audit_reads_negation_as_the_fact_checks_do() -> None:
+    # one engine (facts.denies): "pain free" denies as "no pain" does
+    assert (
+        compare_specifics(
+            "Chest pain free since Monday.", ["She has had no chest pain since Monday."]
+        ).kind
+        == "ok"
+    )
+    ok = "She stopped metformin last month, no side effects since."
+    assert compare_specifics("She stopped taking metformin last month.", [ok]).kind == "ok"
+    # a question takes the polarity of its reply, read by the same engine
+    asked = "Doctor: Any chest pain? Patient: No, none at all."
+    assert compare_specifics("He has chest pain.", [asked]).kind == "conflict"
+    said = "Doctor: Any chest pain? Patient: Yeah, a little, mostly at night."
+    assert compare_specifics("He has chest pain.", [said]).kind == "ok"
