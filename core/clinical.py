@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from core.grounding.facts import DOSE_UNITS, quantities
 from core.lexicon import load_lexicon
 from core.text import split_sentences
 
@@ -729,31 +730,10 @@ def _left_out(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 # --------------------------------------------------------------------------- attributes
 
-_DOSE_RE = re.compile(
-    r"(?<![\w.])(\d+(?:[.,]\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?)\s*"
-    r"(mg|mcg|µg|ug|g|grams?|units?|iu|ml|meq|%|puffs?|tablets?|tabs?|capsules?|caps?|"
-    r"drops?|patch(?:es)?|sprays?)(?![a-z])",
-    re.IGNORECASE,
-)
-_UNIT_NORM = {
-    "µg": "mcg",
-    "ug": "mcg",
-    "gram": "g",
-    "grams": "g",
-    "units": "unit",
-    "iu": "unit",
-    "puffs": "puff",
-    "tablets": "tablet",
-    "tabs": "tablet",
-    "tab": "tablet",
-    "capsules": "capsule",
-    "caps": "capsule",
-    "cap": "capsule",
-    "drops": "drop",
-    "patches": "patch",
-    "sprays": "spray",
-    "meq": "mEq",
-}
+# Doses are read by the fact checks' quantities reader (spoken numbers, "1,000 mg",
+# "5/325 mg"); units keep the names stored mentions have always had.
+_DOSE_UNITS = DOSE_UNITS | {"%"}
+_UNIT_NAMES = {"units": "unit"}
 _FREQ_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"q\.?\s?(\d+)\s?h(?:rs?|ours?)?\b|every\s+(\d+)\s+hours?", "q{n}h"),
     (r"\bb\.?i\.?d\.?(?!\w)|twice\s+(?:a\s+|per\s+)?da(?:y|ily)|two\s+times\s+(?:a\s+)?day", "bid"),
@@ -931,11 +911,12 @@ class ClinicalExtractor:
                 elif action == "stopped" and assertion == "negated":
                     assertion = "affirmed"
                 fields["action"] = action
-                dose = _DOSE_RE.search(tail)
-                if dose:
-                    fields["dose"] = dose.group(1).replace(",", ".").replace(" ", "")
-                    unit = dose.group(2).lower()
-                    fields["unit"] = _UNIT_NORM.get(unit, unit)
+                dose = next(
+                    (q for q in quantities(tail, ordinals=False) if q.unit in _DOSE_UNITS), None
+                )
+                if dose is not None and dose.unit is not None:
+                    fields["dose"] = dose.value
+                    fields["unit"] = _UNIT_NAMES.get(dose.unit, dose.unit)
                 freq = _first(_FREQ_RES, tail)
                 prn = _PRN_RE.search(tail)
                 if prn:

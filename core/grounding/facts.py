@@ -225,13 +225,27 @@ _UNITS = {
     "pills": "tablet",
     "puff": "puff",
     "puffs": "puff",
+    "µg": "mcg",
+    "meq": "mEq",
+    "capsule": "capsule",
+    "capsules": "capsule",
+    "cap": "capsule",
+    "caps": "capsule",
+    "drop": "drop",
+    "drops": "drop",
+    "patch": "patch",
+    "patches": "patch",
+    "spray": "spray",
+    "sprays": "spray",
     "cigarettes": "cigarette",
     "packs": "pack",
     "pack": "pack",
     "+": "+",  # a grade: "2+ edema", "one plus pulses"
     "plus": "+",
 }
-_DOSE_UNITS = frozenset({"mg", "mcg", "g", "ml", "units", "tablet", "puff"})
+DOSE_UNITS = frozenset(
+    {"mg", "mcg", "g", "ml", "units", "mEq", "tablet", "capsule", "puff", "drop", "patch", "spray"}
+)
 _VITAL_UNITS = frozenset({"mmhg", "bpm", "deg"})
 _VITAL_WORDS = (
     "blood pressure",
@@ -285,7 +299,7 @@ _WORD_RUN_RE = re.compile(
     rf"\b(?:{_WORD_NUMBER})(?:[\s-]+(?:and[\s-]+)?(?:{_WORD_NUMBER}))*\b", re.I
 )
 _NUMBER_RE = re.compile(
-    r"(?<![\w.])(?<![A-Za-z]-)(\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?)(?:\s*-?\s*(%|\+|[a-z]+))?",
+    r"(?<![\w.])(?<![A-Za-z]-)(\d+(?:,\d{3})*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?)(?:\s*-?\s*(%|\+|[a-zµ]+))?",
     re.I,
 )
 # A month and day without a year: "biopsied on 04/10" (not the score 4/10).
@@ -460,7 +474,7 @@ class Quantity:
 
     @property
     def kind(self) -> str:
-        if self.unit in _DOSE_UNITS:
+        if self.unit in DOSE_UNITS:
             return "dose"
         if self.unit == "score":
             return "score"

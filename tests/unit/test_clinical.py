@@ -255,3 +255,19 @@ def test_no_patient_text_in_logs(caplog: pytest.LogCaptureFixture) -> None:
         ClinicalExtractor().extract(secret)
     assert "Zyxwvut" not in caplog.text
     assert "metformin" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("text", "dose", "unit"),
+    [
+        ("She takes metformin five hundred milligrams twice a day.", "500", "mg"),
+        ("Metformin 1,000 mg BID.", "1000", "mg"),
+        ("Potassium chloride 20 mEq daily.", "20", "mEq"),
+        ("Norco 5/325 mg every 6 hours as needed.", "5/325", "mg"),
+        ("Insulin glargine 20 units at night.", "20", "unit"),
+        ("Vitamin B12 1000 µg daily.", "1000", "mcg"),
+    ],
+)
+def test_doses_are_read_by_the_one_quantities_reader(text: str, dose: str, unit: str) -> None:
+    (med,) = [m for m in extract_mentions(text) if m.kind == "medication"]
+    assert (med.dose, med.unit) == (dose, unit)
