@@ -92,3 +92,13 @@ def inference_backends() -> tuple[Any, Any, str]:
     nli, nli_status = load_nli(settings)
     llm, llm_status = load_llm(settings)
     return nli, llm, f"inference tiers: nli {nli_status}; llm judge {llm_status}"
+
+
+def support_model() -> Any:
+    """The learned verifier the product would load: the shipped one, or the folder named by
+    ``GROUNDWATCH_LEARNED_VERIFIER_PATH`` (so two models can be measured with the same code)."""
+    from core.config import get_settings
+    from core.grounding.learned import get_support_model
+
+    path = get_settings().learned_verifier_path
+    return get_support_model(None if path is None else str(path))

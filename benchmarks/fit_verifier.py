@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import base_parser, print_table, require_data
+from _common import base_parser, print_table, require_data, support_model
 from verifier_data import benchmark_items, primock_encounters
 
 from core.grounding.verifier import SIGNAL_SIGNS as SIGNS
@@ -183,12 +183,11 @@ def main() -> None:
     from core.backends.embedder import get_embedder
     from core.grounding import GroundingVerifier
     from core.grounding.facts import FAMILIES
-    from core.grounding.learned import MODEL_DIR, SETTINGS, SupportModel
+    from core.grounding.learned import SETTINGS
 
     families = tuple(args.families.split(",")) if args.families else FAMILIES
-    verifier = GroundingVerifier(
-        embedder=get_embedder(), learned=SupportModel(), fact_families=families
-    )
+    model = support_model()
+    verifier = GroundingVerifier(embedder=get_embedder(), learned=model, fact_families=families)
     verifier.combination = None  # raw signals
     rows = collect(verifier, dev_cases(args.data, args.seed))
     params, table, dev_f1 = fit(rows, families, max_false_alarms=args.max_false_alarms)
@@ -197,7 +196,7 @@ def main() -> None:
     print(json.dumps(params, indent=2))
     if args.dry_run:
         return
-    path = MODEL_DIR / SETTINGS
+    path = model.model_dir / SETTINGS
     settings = json.loads(path.read_text("utf-8"))
     settings["combination"] = {
         **params,

@@ -18,7 +18,7 @@ import json
 import random
 from typing import Any
 
-from _common import base_parser, print_json, print_table, require_data
+from _common import base_parser, print_json, print_table, require_data, support_model
 from fit_verifier import collect, dev_cases, fit
 from grounding_mts import evaluate, load_set, test_cases
 
@@ -58,9 +58,8 @@ def main() -> None:
     from core.backends.embedder import get_embedder
     from core.grounding import GroundingVerifier, SourceChunk
     from core.grounding.facts import FAMILIES
-    from core.grounding.learned import get_support_model
 
-    embedder, model = get_embedder(), get_support_model()
+    embedder, model = get_embedder(), support_model()
     dev = dev_cases(args.data, args.seed)
     tests: dict[str, list[Any]] = {}
     for key in ("1", "2"):

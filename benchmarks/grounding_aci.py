@@ -19,7 +19,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import base_parser, inference_backends, prf, print_json, print_table, require_data
+from _common import (
+    base_parser,
+    inference_backends,
+    prf,
+    print_json,
+    print_table,
+    require_data,
+    support_model,
+)
 
 DEV_FILES = ("train.csv", "valid.csv")
 TEST_FILES = ("clinicalnlp_taskB_test1.csv", "clef_taskC_test3.csv", "clinicalnlp_taskC_test2.csv")
@@ -273,14 +281,13 @@ def main() -> None:
         print(f"ACI-Bench threshold sweep, split={args.split}, encounters={len(rows)} ({sample})")
         print_table(sweep, ["transcript_threshold", "f1", "recall", "false-alarm rate"])
         return
-    from core.grounding.learned import get_support_model
 
     nli, llm, tiers = inference_backends()
     verifiers = {}
     chosen = args.verifiers.split(",")
     if "learned" in chosen:
         verifiers["learned (default)"] = GroundingVerifier(
-            embedder=embedder, nli=nli, llm=llm, learned=get_support_model()
+            embedder=embedder, nli=nli, llm=llm, learned=support_model()
         )
     if "rules" in chosen:
         verifiers["rules only (previous)"] = GroundingVerifier(

@@ -21,7 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import base_parser, inference_backends, prf, print_json, print_table, require_data
+from _common import (
+    base_parser,
+    inference_backends,
+    prf,
+    print_json,
+    print_table,
+    require_data,
+    support_model,
+)
 
 LEVELS = ("easy", "medium", "hard")
 
@@ -67,7 +75,6 @@ def main() -> None:
 
     from core.backends.embedder import get_embedder
     from core.grounding import GroundingVerifier
-    from core.grounding.learned import get_support_model
 
     items = load(args.data)
     test = [it for i, it in enumerate(items) if i % 10 >= 7]
@@ -77,7 +84,7 @@ def main() -> None:
     nli, llm, tiers = inference_backends()
     verifiers = {
         "learned (default)": (
-            GroundingVerifier(embedder=embedder, nli=nli, llm=llm, learned=get_support_model()),
+            GroundingVerifier(embedder=embedder, nli=nli, llm=llm, learned=support_model()),
             True,
         )
     }

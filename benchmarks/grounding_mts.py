@@ -45,7 +45,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from _common import base_parser, prf, print_json, print_table, require_data
+from _common import base_parser, prf, print_json, print_table, require_data, support_model
 from verifier_data import (
     benchmark_hallucinations,
     benchmark_items,
@@ -274,14 +274,13 @@ def main() -> None:
 
     from core.backends.embedder import get_embedder
     from core.grounding import GroundingVerifier
-    from core.grounding.learned import get_support_model
 
     embedder = get_embedder()
     chosen = args.verifiers.split(",")
     verifiers = {}
     if "learned" in chosen:
         verifiers["learned (default)"] = GroundingVerifier(
-            embedder=embedder, learned=get_support_model()
+            embedder=embedder, learned=support_model()
         )
     if "rules" in chosen:
         verifiers["rules only (previous)"] = GroundingVerifier(embedder=embedder)

@@ -105,10 +105,11 @@ def main() -> None:
         p, w = main_embedder.precision, main_embedder.workers
         embedders.append(Embedder(None, precision=p, workers=w, fast=False))
         embedders.append(Embedder(None, precision="fp32", workers=1, fast=False))
+    from core.config import get_settings
     from core.grounding.learned import SupportModel
 
     started = time.perf_counter()
-    learned = SupportModel()
+    learned = SupportModel(get_settings().learned_verifier_path)
     load_s = time.perf_counter() - started
 
     def label_of(e: Embedder) -> str:

@@ -233,9 +233,9 @@ _LEARNED: list[object] = []
 def _learned(encoder: object | None) -> SelfCheckLearned:
     """The learned-verifier SelfCheck detector, loaded once."""
     if not _LEARNED:
-        from core.grounding.learned import get_support_model
+        from _common import support_model
 
-        _LEARNED.append(SelfCheckLearned(model=get_support_model(), embedder=encoder))
+        _LEARNED.append(SelfCheckLearned(model=support_model(), embedder=encoder))
     return _LEARNED[0]  # type: ignore[return-value]
 
 

@@ -93,6 +93,7 @@ class SupportModel:
         started = time.perf_counter()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         folder = Path(model_dir) if model_dir is not None else MODEL_DIR
+        self.model_dir = folder
         self.settings = shipped_settings(folder)
         weights = folder / WEIGHTS
         if not weights.is_file():
