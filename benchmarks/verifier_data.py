@@ -67,6 +67,9 @@ KIND_WEIGHTS = {
     "attribute": 2.5,
     "drug": 3.0,
     "diagnosis": 2.5,
+    "test": 2.5,
+    "specialty": 2.0,
+    "site": 2.0,
     "hedge": 2.0,
     "sex": 0.7,
     "relative": 2.0,
@@ -213,6 +216,22 @@ def _choose(options: Sequence[Any], rng: random.Random, n: int) -> list[Any]:
     return chosen
 
 
+def said_enough(new_words: float, cosine: float) -> bool:
+    """Whether a reference sentence counts as borne out by its evidence (a positive): the
+    evidence says at least half its content words, or three quarters and means much the same.
+    The rest may add what the visit never said (reference notes do), so they are no clean
+    label of support."""
+    return new_words <= MAX_POSITIVE_NOVELTY or (
+        new_words <= RESCUE_NOVELTY and cosine >= RESCUE_COSINE
+    )
+
+
+def statement_cosines(verifier: Any, statements: Sequence[str], evidence: Sequence[str]) -> Any:
+    """Cosine of each statement with its evidence, by the verifier's embedder."""
+    vectors = verifier.embedder.encode([*statements, *evidence])
+    return (vectors[: len(statements)] * vectors[len(statements) :]).sum(axis=1)
+
+
 def encounter_rows(
     enc: Encounter,
     verifier: Any,
@@ -234,12 +253,10 @@ def encounter_rows(
         return []
     source = [SourceChunk("visit", enc.dialogue, "transcript")]
     evidence = verifier.evidence_texts(statements, source)
-    vectors = verifier.embedder.encode([*statements, *evidence])
-    cosines = (vectors[: len(statements)] * vectors[len(statements) :]).sum(axis=1)
+    cosines = statement_cosines(verifier, statements, evidence)
     kept = []
     for s, ev, cos in zip(statements, evidence, cosines, strict=True):
-        new = novelty(s, [ev])
-        if new > MAX_POSITIVE_NOVELTY and not (new <= RESCUE_NOVELTY and cos >= RESCUE_COSINE):
+        if not said_enough(novelty(s, [ev]), float(cos)):
             counts["positive dropped (evidence says under half its words)"] += 1
             continue
         counts["positive kept"] += 1

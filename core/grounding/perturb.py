@@ -2,7 +2,8 @@
 
 A statement that its source supports is turned into one that the source does not support, in
 the ways language models go wrong when they summarise a visit: a specific changed (a number,
-a unit of time, a side, a drug, a diagnosis, an attribute such as "mild" or "improved"), a
+a unit of time, a side, a drug, a diagnosis, a test, a specialty, a body site, an attribute
+such as "mild" or "improved": the same topic, another fact), a
 negation flipped, a hedge turned into a certainty, the patient's sex or a relative swapped,
 a fact of one sentence carried into another (a merge), or something added that was never
 said (an order, a test, a referral, a family history, a duration, an age, a symptom, a
@@ -296,6 +297,113 @@ REFERRALS = (
     "ENT",
     "a pain specialist",
 )
+# Named specifics a summary swaps for another of the same sort (an MRI where the visit
+# ordered an X-ray, cardiology for orthopedics, the ankle for the knee): each tuple is one
+# sort, and a name is only replaced by another of its tuple. Longer names come first where
+# one contains another ("CT scan" before "CT").
+_SWAPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "test": (
+        (
+            "MRI",
+            "CT scan",
+            "X-ray",
+            "ultrasound",
+            "bone scan",
+            "DEXA scan",
+            "PET scan",
+        ),
+        (
+            "echocardiogram",
+            "EKG",
+            "stress test",
+            "Holter monitor",
+            "pulmonary function tests",
+            "sleep study",
+            "nerve conduction study",
+            "EEG",
+        ),
+        ("colonoscopy", "endoscopy", "cystoscopy", "bronchoscopy"),
+        (
+            "complete blood count",
+            "lipid panel",
+            "hemoglobin A1c",
+            "metabolic panel",
+            "thyroid panel",
+            "urinalysis",
+            "urine culture",
+            "liver function tests",
+            "vitamin D level",
+            "PSA",
+        ),
+    ),
+    "specialty": (
+        (
+            "cardiology",
+            "neurology",
+            "orthopedics",
+            "dermatology",
+            "gastroenterology",
+            "endocrinology",
+            "psychiatry",
+            "pulmonology",
+            "urology",
+            "rheumatology",
+            "nephrology",
+            "oncology",
+            "ophthalmology",
+            "podiatry",
+            "physical therapy",
+            "occupational therapy",
+        ),
+        (
+            "cardiologist",
+            "neurologist",
+            "orthopedic surgeon",
+            "dermatologist",
+            "gastroenterologist",
+            "endocrinologist",
+            "psychiatrist",
+            "pulmonologist",
+            "urologist",
+            "rheumatologist",
+            "nephrologist",
+            "oncologist",
+            "ophthalmologist",
+            "podiatrist",
+            "physical therapist",
+        ),
+    ),
+    "site": (
+        (
+            "knee",
+            "shoulder",
+            "hip",
+            "ankle",
+            "wrist",
+            "elbow",
+            "foot",
+            "thumb",
+            "heel",
+            "calf",
+            "thigh",
+            "forearm",
+            "jaw",
+            "toe",
+        ),
+        (
+            "knees",
+            "shoulders",
+            "hips",
+            "ankles",
+            "wrists",
+            "elbows",
+            "feet",
+            "thumbs",
+            "heels",
+            "toes",
+        ),
+    ),
+}
 # Social-history facts as a note writes them, and as the patient would say them.
 SOCIAL_SAID = {
     "smokes a pack of cigarettes a day": "I smoke a pack of cigarettes a day",
@@ -364,6 +472,9 @@ KINDS = (
     "attribute",
     "drug",
     "diagnosis",
+    "test",
+    "specialty",
+    "site",
     "hedge",
     "sex",
     "relative",
@@ -539,6 +650,47 @@ def _diagnosis(s: str, source: str, rng: random.Random, others: Sequence[str]) -
     names = sorted(conditions_in(s.lower()))
     names += [c.lower() for c in CONDITIONS if c.lower() in s.lower()]
     return _pick_name(s, source, rng, names, CONDITIONS)
+
+
+def _swap_name(sort: str) -> Callable[[str, str, random.Random, Sequence[str]], str | None]:
+    """A maker that replaces one named specific of ``sort`` (a test, a specialty, a body
+    site) with another of the same group that neither the statement nor the source names."""
+
+    def make(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+        low_s, low = s.lower(), source.lower()
+
+        def named(name: str, text: str) -> re.Match[str] | None:
+            return re.search(rf"(?<![\w-]){re.escape(name.lower())}(?![\w-])", text)
+
+        hits = []
+        for group in _SWAPS[sort]:
+            for name in group:
+                m = named(name, low_s)
+                if m and not any(a < m.end() and m.start() < b for a, b, _ in hits):
+                    hits.append((m.start(), m.end(), group))
+        if not hits:
+            return None
+        start, end, group = rng.choice(hits)
+        choices = [n for n in group if not named(n, low) and not named(n, low_s)]
+        if not choices:
+            return None
+        new = rng.choice(choices)
+        if start == 0:
+            new = new[:1].upper() + new[1:]
+        head = s[:start]
+        article = re.search(r"\b(an?) $", head, re.I)
+        if article:  # "an MRI" -> "a CT scan", "a CT scan" -> "an X-ray"
+            first = new.split()[0]
+            vowel = first[:1].lower() in "aeiou" or (
+                first.isupper() and first[:1] in "AEFHILMNORSX"
+            )
+            word = "an" if vowel else "a"
+            if article.group(1)[:1].isupper():
+                word = word.capitalize()
+            head = head[: article.start(1)] + word + " "
+        return head + new + s[end:]
+
+    return make
 
 
 def _hedge(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
@@ -728,6 +880,9 @@ _MAKERS: dict[str, Callable[[str, str, random.Random, Sequence[str]], _Made]] = 
     "attribute": _attribute,
     "drug": _drug,
     "diagnosis": _diagnosis,
+    "test": _swap_name("test"),
+    "specialty": _swap_name("specialty"),
+    "site": _swap_name("site"),
     "hedge": _hedge,
     "sex": _sex,
     "relative": _relative,

@@ -101,6 +101,30 @@ def test_laterality_and_negation() -> None:
     assert neg.text == "She reports fever."
 
 
+def test_a_named_specific_is_swapped_for_one_of_its_sort_that_no_one_said() -> None:
+    source = "Doctor: Let's get an X-ray of the right knee and send you to orthopedics."
+    for seed in range(20):
+        rng = random.Random(seed)
+        for h in hallucinate(
+            "An X-ray of the right knee was ordered and she was referred to orthopedics.",
+            source,
+            rng,
+            kinds=("test", "specialty", "site"),
+        ):
+            said = set(re.findall(r"[\w-]+", source.lower()))
+            words = set(re.findall(r"[\w-]+", h.text.lower()))
+            changed = words - set(re.findall(r"[\w-]+", h.original.lower())) - {"a", "an"}
+            assert changed, h
+            assert not changed & said, h
+            if h.kind == "test":  # an imaging test for an imaging test, with its article
+                assert re.match(
+                    r"An? (MRI|CT scan|ultrasound|bone scan|DEXA scan|PET scan)", h.text
+                )
+                assert not re.search(
+                    r"\ba [aeiouAEIOU]|\ban [b-df-hj-np-tv-zB-DGJKPQTVWYZ]", h.text
+                )
+
+
 def test_unsupported_words_are_what_the_source_never_says() -> None:
     statement = "She reports left knee pain, and an MRI of the knee was ordered."
     words = [statement[w.start : w.end] for w in unsupported_words(statement, [SOURCE])]
@@ -173,3 +197,11 @@ def test_counterfactual_lines_follow_the_transcript_style() -> None:
         "[doctor] any family history ?\n[patient] yes , my mother had copd ."
     )
     assert vd._spoken(line, "Doctor: How are you?") == line
+
+
+def test_a_reference_sentence_is_a_positive_only_when_its_evidence_says_enough_of_it() -> None:
+    said_enough = _verifier_data().said_enough
+    assert said_enough(0.4, 0.1)  # the evidence says more than half its words
+    assert said_enough(0.7, 0.6)  # a quarter more, and much the same meaning
+    assert not said_enough(0.7, 0.3)
+    assert not said_enough(0.8, 0.9)  # most of it is never said, however alike it reads
