@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 from _common import base_parser, print_table, require_data, support_model
-from verifier_data import benchmark_items, primock_encounters
+from verifier_data import benchmark_items, primock_encounters, said_enough, statement_cosines
 
+from core.grounding.support import novelty
 from core.grounding.verifier import SIGNAL_SIGNS as SIGNS
 
 
@@ -73,12 +74,16 @@ def dev_cases(data: Path, seed: int) -> list[tuple[str, list[Any], list[tuple[st
 
 
 def collect(verifier: Any, cases: list[Any]) -> list[dict[str, Any]]:
-    """Each dev statement's signals (None when exact matching settled it) and label
-    (1 = hallucinated)."""
+    """Each dev statement's signals (None when exact matching settled it), label
+    (1 = hallucinated) and, for a real sentence, whether its evidence says enough of it to
+    count as a clean positive (:func:`verifier_data.said_enough`, the rule training uses)."""
     rows = []
     for group, sources, items in cases:
-        results = verifier.verify_statements([s for s, _, _ in items], sources)
-        for (_, label, kind), res in zip(items, results, strict=True):
+        statements = [s for s, _, _ in items]
+        results = verifier.verify_statements(statements, sources)
+        evidence = verifier.evidence_texts(statements, sources)
+        cosines = statement_cosines(verifier, statements, evidence)
+        for (s, label, kind), res, ev, cos in zip(items, results, evidence, cosines, strict=True):
             rows.append(
                 {
                     "group": group,
@@ -86,20 +91,19 @@ def collect(verifier: Any, cases: list[Any]) -> list[dict[str, Any]]:
                     "kind": kind,
                     "signals": dict(res.signals) or None,
                     "status": res.status,
+                    "said_enough": bool(label or said_enough(novelty(s, [ev]), float(cos))),
                 }
             )
     return rows
 
 
-def matrix(rows: list[dict[str, Any]]) -> np.ndarray:
-    from core.grounding.verifier import COMBINED_SIGNALS
-
+def matrix(rows: list[dict[str, Any]], signals: Sequence[str]) -> np.ndarray:
     out = []
     for r in rows:
         s = dict(r["signals"])
         p = min(1 - 1e-6, max(1e-6, s["model"]))
         s["model"] = float(np.log(p / (1 - p)))
-        out.append([s[name] for name in COMBINED_SIGNALS])
+        out.append([s[name] for name in signals])
     return np.array(out, dtype=np.float64)
 
 
@@ -129,19 +133,32 @@ def signed_logistic(
 
 
 def fit(
-    rows: list[dict[str, Any]], families: Sequence[str], *, max_false_alarms: float
+    rows: list[dict[str, Any]],
+    families: Sequence[str],
+    *,
+    max_false_alarms: float,
+    signals: Sequence[str] | None = None,
+    clean_positives: bool = False,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
-    """The combination fitted on ``rows`` (from :func:`collect`), the threshold sweep, and
-    the dev F1 at the chosen threshold."""
+    """The combination of ``signals`` (default: every one the verifier gives) fitted on
+    ``rows`` (from :func:`collect`), the threshold sweep, and the dev F1 at the chosen
+    threshold. With ``clean_positives`` the fit leaves out real sentences whose evidence does
+    not say enough of them (as training does); the threshold still answers for every real
+    sentence's false alarms."""
     from core.grounding.verifier import COMBINED_SIGNALS, combine
 
-    learned = [r for r in rows if r["signals"] is not None]
-    x = matrix(learned)
+    features = list(signals or COMBINED_SIGNALS)
+    learned = [
+        r
+        for r in rows
+        if r["signals"] is not None and (r.get("said_enough", True) or not clean_positives)
+    ]
+    x = matrix(learned, features)
     y = np.array([1 - r["label"] for r in learned])  # 1 = supported
     weights = np.array([0.5 if r["group"] == "medhallu" else 1.0 for r in learned])
-    coef, intercept = signed_logistic(x, y, weights, [SIGNS[n] for n in COMBINED_SIGNALS])
+    coef, intercept = signed_logistic(x, y, weights, [SIGNS[n] for n in features])
     params: dict[str, Any] = {
-        "features": list(COMBINED_SIGNALS),
+        "features": features,
         "coef": [round(float(c), 6) for c in coef],
         "intercept": round(float(intercept), 6),
         "threshold": 0.5,
@@ -177,6 +194,14 @@ def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--max-false-alarms", type=float, default=0.10)
     parser.add_argument("--families", default=None, help="fact-check families kept (default all)")
+    parser.add_argument(
+        "--signals", default=None, help="signals combined (default: every one, COMBINED_SIGNALS)"
+    )
+    parser.add_argument(
+        "--clean-positives",
+        action="store_true",
+        help="fit on the real sentences their evidence bears out only (as training does)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print, do not write")
     args = parser.parse_args()
 
@@ -190,7 +215,14 @@ def main() -> None:
     verifier = GroundingVerifier(embedder=get_embedder(), learned=model, fact_families=families)
     verifier.combination = None  # raw signals
     rows = collect(verifier, dev_cases(args.data, args.seed))
-    params, table, dev_f1 = fit(rows, families, max_false_alarms=args.max_false_alarms)
+    signals = tuple(args.signals.split(",")) if args.signals else None
+    params, table, dev_f1 = fit(
+        rows,
+        families,
+        max_false_alarms=args.max_false_alarms,
+        signals=signals,
+        clean_positives=args.clean_positives,
+    )
     print_table(table, ["threshold", "f1", "false alarms (real)"], "dev sweep")
     print(f"chosen threshold {params['threshold']} (dev F1 {dev_f1:.3f})")
     print(json.dumps(params, indent=2))
@@ -204,7 +236,9 @@ def main() -> None:
             g: sum(r["group"] == g for r in rows) for g in ("aci", "mts", "primock", "medhallu")
         },
         "command": "python benchmarks/fit_verifier.py"
-        + (f" --families {args.families}" if args.families else ""),
+        + (f" --families {args.families}" if args.families else "")
+        + (f" --signals {args.signals}" if args.signals else "")
+        + (" --clean-positives" if args.clean_positives else ""),
     }
     path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     print(f"wrote the combination into {path}")
