@@ -27,6 +27,7 @@ from core.grounding.vocab import (
     headings_in,
 )
 from core.lexicon import load_lexicon as clinical_lexicon
+from core.text import STOPWORDS, stem, tokens
 
 FactStatus = Literal["agree", "missing", "conflict"]
 
@@ -91,61 +92,6 @@ def load_lexicon() -> Lexicon:
         exam_signs=frozenset(stem(w) for w in lex.exam_signs),
     )
 
-
-# --- tokens ------------------------------------------------------------------------------
-
-_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*(?:/\d+(?:\.\d+)?)?%?|[a-z]+(?:'[a-z]+)?|[?,;:]", re.I)
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-case word, number and clause-punctuation tokens ("n't" kept as "not")."""
-    out: list[str] = []
-    for tok in _TOKEN_RE.findall(text.replace("\u2019", "'")):
-        low = tok.lower()
-        if low == "n't":  # spoken text spaces it off: "do n't"
-            out.append("not")
-        elif low.endswith("n't"):
-            out.extend([low[:-3], "not"])
-        elif low in {"can't", "cannot", "won't"}:
-            out.extend(["can", "not"])
-        else:
-            out.append(low)
-    return out
-
-
-def stem(word: str) -> str:
-    """A crude, consistent suffix stripper: "fracture"/"fractures", "runs"/"running",
-    "reports"/"reported"/"reporting" and "denies"/"denied" each meet on one stem."""
-    w = word
-    if len(w) > 4 and w.endswith("ies"):
-        w = w[:-3] + "y"
-    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    for suffix in ("ing", "ed"):
-        if len(w) > len(suffix) + 2 and w.endswith(suffix):
-            w = w[: -len(suffix)]
-            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":  # "running" -> "run"
-                w = w[:-1]
-            break
-    if w.endswith("ied"):
-        w = w[:-3] + "y"
-    if len(w) > 3 and w.endswith("e"):
-        w = w[:-1]
-    if len(w) > 3 and w.endswith("y"):
-        w = w[:-1] + "i"
-    return w
-
-
-_STOPWORDS = frozenset(
-    """
-    a an the and or but of in on at to for with by from as is are was were be been being has
-    have had do does did this that these those it its he she they his her their him them i
-    you we my your our me us who which what when where how there here also very any some
-    patient patients pt mr mrs ms dr today currently now then than so if about over up out
-    will would can could should may might just well okay ok yes yeah um uh mm hmm like
-    going go get got know think feel little bit really kind sort
-    """.split()
-)
 
 # --- numbers -----------------------------------------------------------------------------
 
@@ -534,7 +480,7 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
         context = frozenset(
             stem(t)
             for t in near
-            if t.isalpha() and len(t) > 2 and t not in _STOPWORDS and t not in _COMMON
+            if t.isalpha() and len(t) > 2 and t not in STOPWORDS and t not in _COMMON
         )
         found.append(Quantity(value, unit, display.strip(), context))
     return tuple(found)
@@ -550,7 +496,7 @@ def _content_stems(text: str) -> set[str]:
     return {
         stem(t)
         for t in tokens(text)
-        if t.isalpha() and len(t) > 4 and t not in _STOPWORDS and t not in _COMMON
+        if t.isalpha() and len(t) > 4 and t not in STOPWORDS and t not in _COMMON
     }
 
 
@@ -869,7 +815,7 @@ Polarity = dict[str, set[bool]]  # stem -> {True: asserted, False: negated}
 def _content(tok: str) -> bool:
     return (
         tok.isalpha()
-        and tok not in _STOPWORDS
+        and tok not in STOPWORDS
         and len(tok) > 2
         and tok not in _NEG_CUES
         and tok not in _SCOPE_END
@@ -1535,7 +1481,7 @@ def _predicates(toks: list[str], *, speech: bool) -> list[tuple[bool, str]]:
         while speech and j < n and toks[j] in _SOFTENERS:
             j += 1
         if j < n and toks[j].isalpha() and toks[j] not in _NOT_PREDICATES:
-            if toks[j] not in _STOPWORDS or toks[j] == "about":
+            if toks[j] not in STOPWORDS or toks[j] == "about":
                 out.append((negated, stem(toks[j])))
     return out
 
