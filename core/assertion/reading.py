@@ -4,19 +4,21 @@ A negation cue's scope runs over a list and ends at a clause boundary ("denies f
 chills, or sweats, but reports a cough"); an after-cue negates what stands before it ("pain
 free", "was ruled out"); in speech, a question's scope is asked, not said ("any fever ?");
 a condition supposes what it says ("if symptoms do not improve"). Grounding's fact checks
-read every sentence this way (:func:`polarity_marks`) and the claim audit asks
-:func:`denies`.
+read every sentence this way (:func:`polarity_marks`), extraction reads a mention's negation
+here (:func:`read_negation`) and the claim audit asks :func:`denies`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
 from core.assertion.rules import load_rules
 from core.lexicon import load_lexicon
-from core.text import STOPWORDS, stem, tokens
+from core.text import STOPWORDS, stem, token_spans, tokens
 
 Mark = bool | None | Literal["if"]
 """A token's reading: True asserted, False negated, None asked, "if" supposed."""
@@ -314,3 +316,51 @@ def denies(text: str) -> bool:
 def _last(toks: list[str], tok: str, before: int) -> int:
     """Index of the last ``tok`` before index ``before`` (-1: none)."""
     return next((j for j in range(before - 1, -1, -1) if toks[j] == tok), -1)
+
+
+@dataclass(frozen=True, slots=True)
+class NegationReading:
+    """The token reading of one written sentence, by character offsets: each word (or name
+    read as one word) with whether it is negated, and where the cues it applied stand."""
+
+    words: tuple[tuple[int, int, bool], ...]
+    cues: tuple[tuple[int, int], ...]
+
+    def negated(self, start: int, end: int) -> bool:
+        """Whether a word within ``[start, end)`` is negated."""
+        return any(negated for a, b, negated in self.words if a >= start and b <= end)
+
+
+_NAME_TOKEN = "name"  # a content word that no rule lists: what a name is read as
+
+
+def read_negation(text: str, names: Sequence[tuple[int, int]] = ()) -> NegationReading:
+    """The token reading (:func:`polarity_marks`, as written text) of ``text``, each of the
+    ``names`` (``[start, end)`` offsets of the terms a reader found) read as one word, as
+    grounding reads a finding's several words as one: "without shortness of breath" denies
+    the whole name, "non-small cell lung cancer" is a name and no denial. A name holding a
+    negation cue is read as its words."""
+    words = token_spans(text)
+    # a name that says its own denial ("does not smoke", "no known allergies") is read as its
+    # words, so that its cue goes on to what follows: "does not smoke or drink alcohol"
+    names = [
+        (x, y)
+        for x, y in names
+        if not any(x <= a and b <= y and tok in _NEG_CUES for tok, a, b in words)
+    ]
+    spans: list[tuple[str, int, int]] = []
+    for tok, a, b in words:
+        name = next(((x, y) for x, y in names if x <= a and b <= y), None)
+        if name is None:
+            spans.append((tok, a, b))
+        elif not spans or spans[-1][1:] != name:
+            spans.append((_NAME_TOKEN, *name))
+    marks, cues = _read_marks([tok for tok, _, _ in spans], speech=False)
+    return NegationReading(
+        words=tuple(
+            (a, b, mark is False)
+            for (tok, a, b), mark in zip(spans, marks, strict=True)
+            if tok.isalpha()
+        ),
+        cues=tuple((spans[i][1], spans[i][2]) for i in cues),
+    )

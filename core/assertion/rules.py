@@ -3,8 +3,9 @@
 Each category of the JSON is a list of words or phrases (its ``_about`` says what they do):
 ``negated`` (cues before and after, pseudo-phrases, affirmers), ``clauses`` (what ends a
 scope), ``supposed`` (conditions and plans), ``question`` (the dialogue's questions and the
-words of a reply's yes or no) and ``findings_as_words`` (the names of one finding read as
-one word). A new cue is a line in the JSON, not a new branch in the code.
+words of a reply's yes or no), ``findings_as_words`` (the names of one finding read as one
+word) and ``context`` (ConText triggers by category and direction). A new cue is a line in
+the JSON, not a new branch in the code.
 """
 
 from __future__ import annotations
@@ -15,9 +16,36 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 RULES_PATH = Path(__file__).parents[1] / "data" / "assertion.json"
+
+Direction = Literal["forward", "backward", "both"]
+
+PHRASE_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+"""How extraction tokenises a sentence for its lexicon terms and the ConText phrases."""
+
+
+def phrase_key(phrase: str) -> str:
+    """A phrase as extraction's tables key it: its lower-case tokens joined by spaces."""
+    return " ".join(PHRASE_TOKEN_RE.findall(phrase.lower()))
+
+
+def _context_table(raw: Mapping[str, Any]) -> dict[str, tuple[str, Direction]]:
+    """Phrase key -> (category, direction); a phrase listed in both directions of one
+    category reaches both ways, and the first category to list a phrase keeps it."""
+    table: dict[str, tuple[str, Direction]] = {}
+    for category, by_direction in raw.items():
+        if category.startswith("_"):
+            continue
+        for direction, phrases in by_direction.items():
+            for phrase in phrases:
+                key = phrase_key(phrase)
+                if key in table and table[key][0] == category:
+                    table[key] = (category, "both")
+                else:
+                    table.setdefault(key, (category, direction))
+    return table
 
 
 def _words(raw: Iterable[str]) -> frozenset[str]:
@@ -80,6 +108,7 @@ class Rules:
     question_run: int
     naming: re.Pattern[str]
     finding_phrases: tuple[tuple[re.Pattern[str], str], ...]
+    context: Mapping[str, tuple[str, Direction]]
 
 
 @lru_cache(maxsize=1)
@@ -134,4 +163,5 @@ def load_rules() -> Rules:
         question_run=int(q["question_run"]),
         naming=re.compile(fw["naming"], re.I),
         finding_phrases=tuple((re.compile(p, re.I), w) for p, w in fw["phrases"]),
+        context=_context_table(raw["context"]),
     )
