@@ -2,10 +2,13 @@
 
 Rule-based and offline: the clinical lexicon (:mod:`core.lexicon`: generic and brand drug
 names, drug classes, conditions with their synonyms and abbreviations, procedures and common
-allergens) is matched on word n-grams, and a ConText-style pass decides each mention's
-assertion (affirmed, negated, historical, hypothetical, family) and, for medications, the
-action (started, stopped, increased, decreased, continued). Dose, unit, frequency and route are
-read after a drug name; vitals and labs carry their value and unit.
+allergens) is matched on word n-grams. Each mention's assertion (affirmed, negated,
+historical, hypothetical, family) is read by the assertion engine that grounding and the
+claim audit read too (:mod:`core.assertion`): negation by its token reading, with each name
+read as one word, the other categories by its ConText triggers, which also give allergies
+and, for medications, the action (started, stopped, increased, decreased, continued). Dose,
+unit, frequency and route are read after a drug name; vitals and labs carry their value and
+unit.
 
 The consistency checker builds a patient's timeline from these mentions, so the rules favour
 precision: a mention that cannot be read with confidence is left out rather than guessed.
@@ -18,6 +21,20 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from core.assertion import (
+    ACTION_CATEGORIES,
+    BREAKS,
+    NEGATION_CUE,
+    PHRASE_TOKEN_RE,
+    Assertion,
+    NegationReading,
+    Trigger,
+    context_trigger,
+    mention_assertion,
+    phrase_key,
+    reaching,
+    read_negation,
+)
 from core.grounding.facts import DOSE_UNITS, quantities
 from core.lexicon import load_lexicon
 from core.text import split_sentences
@@ -25,7 +42,6 @@ from core.text import split_sentences
 MentionKind = Literal[
     "medication", "condition", "allergy", "smoking", "alcohol", "vital", "lab", "procedure"
 ]
-Assertion = Literal["affirmed", "negated", "historical", "hypothetical", "family"]
 Action = Literal["started", "stopped", "increased", "decreased", "continued"]
 
 ANY_ALLERGEN = "any"
@@ -75,12 +91,7 @@ class _Term:
     assertion: Assertion | None = None  # intrinsic ("former smoker" -> historical)
 
 
-_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _MAX_NGRAM = 8
-
-
-def _key(phrase: str) -> str:
-    return " ".join(_TOKEN_RE.findall(phrase.lower()))
 
 
 @lru_cache(maxsize=1)
@@ -260,16 +271,16 @@ def _term_tables() -> tuple[dict[str, _Term], dict[str, _Term], frozenset[str]]:
     abbr: dict[str, _Term] = {}
 
     def add(phrase: str, term: _Term) -> None:
-        table.setdefault(_key(phrase), term)
+        table.setdefault(phrase_key(phrase), term)
 
     for name, entry in lex.conditions.items():
         add(name, _Term("condition", name))
         for syn in entry.synonyms:
             add(syn, _Term("condition", name))
         for ab in entry.abbreviations:
-            abbr[" ".join(_TOKEN_RE.findall(ab))] = _Term("condition", name)
+            abbr[" ".join(PHRASE_TOKEN_RE.findall(ab))] = _Term("condition", name)
     for phrase, (kind, assertion) in _HABITS.items():
-        table[_key(phrase)] = _Term(kind, _HABIT_NAME[kind], assertion)
+        table[phrase_key(phrase)] = _Term(kind, _HABIT_NAME[kind], assertion)
     for name, syns in _VITALS.items():
         for syn in syns:
             add(syn, _Term("vital", name))
@@ -291,398 +302,20 @@ def _term_tables() -> tuple[dict[str, _Term], dict[str, _Term], frozenset[str]]:
     allergen_keys = set()
     for name, syns in lex.allergens.items():
         for phrase in (name, *syns):
-            key = _key(phrase)
+            key = phrase_key(phrase)
             allergen_keys.add(key)
             add(phrase, _Term("allergen", name))
     for phrase in _NO_ALLERGY:
-        table[_key(phrase)] = _Term("allergy", ANY_ALLERGEN, "negated")
+        table[phrase_key(phrase)] = _Term("allergy", ANY_ALLERGEN, "negated")
     return table, abbr, frozenset(allergen_keys)
 
 
-# --------------------------------------------------------------------------- triggers
+# ------------------------------------------------------------------------- actions
 
-_Cat = Literal[
-    "neg",
-    "hist",
-    "hypo",
-    "fam",
-    "allergy",
-    "nolonger",
-    "term",
-    "pseudo",
-    "started",
-    "stopped",
-    "increased",
-    "decreased",
-    "continued",
-]
-_Dir = Literal["fwd", "bwd", "both"]
-
-_TRIGGER_SPEC: tuple[tuple[_Cat, _Dir, tuple[str, ...]], ...] = (
-    (
-        "neg",
-        "fwd",
-        (
-            "no",
-            "not",
-            "denies",
-            "denied",
-            "deny",
-            "denying",
-            "without",
-            "negative for",
-            "no evidence of",
-            "no signs of",
-            "no sign of",
-            "no history of",
-            "no h / o",
-            "no hx of",
-            "no prior",
-            "no known",
-            "no known history of",
-            "no personal history of",
-            "never",
-            "never had",
-            "never been diagnosed with",
-            "free of",
-            "absence of",
-            "rules out",
-            "ruled out",
-            "not taking",
-            "not on",
-            "is not on",
-            "does not have",
-            "doesn't have",
-            "did not have",
-            "has not had",
-            "hasn't had",
-            "no longer has",
-            "negative history of",
-            "not currently taking",
-            "not currently on",
-            "none",
-        ),
-    ),
-    (
-        "neg",
-        "bwd",
-        (
-            "was ruled out",
-            "were ruled out",
-            "ruled out",
-            "is negative",
-            "was negative",
-            "were negative",
-            "not present",
-            "is absent",
-            "was absent",
-            "unlikely",
-            "was denied",
-            "denied",
-        ),
-    ),
-    (
-        "hist",
-        "fwd",
-        (
-            "history of",
-            "h / o",
-            "hx of",
-            "hx",
-            "past medical history",
-            "past medical history of",
-            "pmh",
-            "pmhx",
-            "s / p",
-            "status post",
-            "previously",
-            "previous",
-            "prior",
-            "former",
-            "formerly",
-            "in the past",
-            "used to",
-            "was on",
-            "had been on",
-            "remote history of",
-            "past history of",
-            "known history of",
-            "longstanding",
-            "long-standing",
-        ),
-    ),
-    ("hist", "bwd", ("in the past", "previously", "years ago", "in childhood", "as a child")),
-    (
-        "hypo",
-        "fwd",
-        (
-            "if",
-            "consider",
-            "considering",
-            "may",
-            "might",
-            "could",
-            "should",
-            "would",
-            "in case of",
-            "risk of",
-            "at risk for",
-            "rule out",
-            "r / o",
-            "to prevent",
-            "screen for",
-            "screening for",
-            "evaluate for",
-            "concern for",
-            "possible",
-            "possibly",
-            "suspected",
-            "question of",
-            "plan to",
-            "planning to",
-            "will consider",
-            "discussed",
-            "recommend",
-            "recommended",
-        ),
-    ),
-    (
-        "fam",
-        "fwd",
-        (
-            "family history of",
-            "family history",
-            "fhx",
-            "fh of",
-            "fhx of",
-            "mother",
-            "father",
-            "brother",
-            "sister",
-            "mom",
-            "dad",
-            "maternal",
-            "paternal",
-            "grandmother",
-            "grandfather",
-            "aunt",
-            "uncle",
-            "sibling",
-            "siblings",
-            "parents",
-            "mother's",
-            "father's",
-        ),
-    ),
-    (
-        "fam",
-        "bwd",
-        (
-            "runs in the family",
-            "in the family",
-            "in her mother",
-            "in his mother",
-            "in her father",
-            "in his father",
-            "in her sister",
-            "in his brother",
-            "in her brother",
-            "in his sister",
-            "in mother",
-            "in father",
-        ),
-    ),
-    (
-        "allergy",
-        "fwd",
-        (
-            "allergic to",
-            "allergy to",
-            "allergies to",
-            "allergies :",
-            "allergy :",
-            "allergies include",
-            "allergies including",
-            "allergies are",
-            "intolerance to",
-            "intolerant of",
-            "intolerant to",
-            "anaphylaxis to",
-            "reaction to",
-            "allergic reaction to",
-            "allergy list :",
-        ),
-    ),
-    ("allergy", "bwd", ("allergy", "allergies", "intolerance")),
-    ("nolonger", "both", ("no longer", "no longer taking", "no longer on", "no longer takes")),
-    (
-        "started",
-        "fwd",
-        (
-            "started",
-            "start",
-            "starting",
-            "initiated",
-            "initiate",
-            "began",
-            "begin",
-            "begun",
-            "restarted",
-            "resumed",
-            "resume",
-            "restart",
-            "new",
-            "newly started",
-            "added",
-            "add",
-            "prescribed",
-            "switched to",
-            "changed to",
-            "started on",
-            "was started on",
-            "put on",
-        ),
-    ),
-    (
-        "stopped",
-        "fwd",
-        (
-            "stopped",
-            "stop",
-            "stopping",
-            "discontinued",
-            "discontinue",
-            "d / c",
-            "d / c ' d",
-            "dc ' d",
-            "dc",
-            "held",
-            "hold",
-            "holding",
-            "ceased",
-            "off",
-            "came off",
-            "taken off",
-            "went off",
-            "quit",
-        ),
-    ),
-    (
-        "increased",
-        "fwd",
-        (
-            "increased",
-            "increase",
-            "increasing",
-            "uptitrated",
-            "titrated up",
-            "raised",
-            "doubled",
-            "went up on",
-        ),
-    ),
-    (
-        "decreased",
-        "fwd",
-        (
-            "decreased",
-            "decrease",
-            "reduced",
-            "reduce",
-            "lowered",
-            "tapered",
-            "taper",
-            "weaned",
-            "cut back",
-            "halved",
-            "titrated down",
-        ),
-    ),
-    (
-        "continued",
-        "fwd",
-        (
-            "continue",
-            "continued",
-            "continues",
-            "continuing",
-            "remains on",
-            "remain on",
-            "still on",
-            "still taking",
-            "currently on",
-            "currently taking",
-            "takes",
-            "taking",
-            "is on",
-            "maintained on",
-        ),
-    ),
-    (
-        "term",
-        "both",
-        (
-            "but",
-            "however",
-            "although",
-            "though",
-            "except",
-            "aside from",
-            "apart from",
-            "which",
-            "who",
-            "yet",
-            "whereas",
-            "while",
-            ";",
-            "secondary to",
-            "due to",
-            "because",
-        ),
-    ),
-    (
-        "pseudo",
-        "both",
-        (
-            "no increase",
-            "no change",
-            "not only",
-            "no further",
-            "gram negative",
-            "not certain if",
-            "no new",
-            "not sure",
-        ),
-    ),
-)
-_ASSERTION_CATS = frozenset({"neg", "hist", "hypo", "fam"})
-_ACTION_CATS = frozenset({"started", "stopped", "increased", "decreased", "continued"})
+# An action verb after one of these reads backwards ("metformin was stopped"); after a plural
+# one it may cover a list of drugs before it ("lisinopril and metformin were stopped").
 _AUX = frozenset({"was", "were", "is", "are", "been", "being", "got", "has", "have", "had"})
 _AUX_PLURAL = frozenset({"were", "are", "have"})
-
-
-@dataclass(frozen=True, slots=True)
-class _Trigger:
-    cat: _Cat
-    fwd: bool
-    bwd: bool
-    tok_start: int
-    tok_end: int
-    post: bool = False  # an action verb after an auxiliary ("was stopped"): acts backwards
-    plural: bool = False  # "were stopped": may cover a list of drugs before it
-
-
-@lru_cache(maxsize=1)
-def _trigger_table() -> dict[str, tuple[_Cat, _Dir]]:
-    table: dict[str, tuple[_Cat, _Dir]] = {}
-    for cat, direction, phrases in _TRIGGER_SPEC:
-        for phrase in phrases:
-            key = _key(phrase)
-            if key in table and table[key][0] == cat:
-                table[key] = (cat, "both")
-            else:
-                table.setdefault(key, (cat, direction))
-    return table
 
 
 # --------------------------------------------------------------------------- sentences
@@ -788,13 +421,6 @@ _LATERALITY_NORM = {
     "bilateral": "bilateral",
     "both": "bilateral",
 }
-_PRIORITY: tuple[Assertion, ...] = ("family", "negated", "hypothetical", "historical")
-_CAT_ASSERTION: dict[str, Assertion] = {
-    "fam": "family",
-    "neg": "negated",
-    "hypo": "hypothetical",
-    "hist": "historical",
-}
 
 
 def _first(patterns: tuple[tuple[re.Pattern[str], str], ...], text: str) -> str | None:
@@ -824,7 +450,6 @@ class ClinicalExtractor:
 
     def __init__(self) -> None:
         self._terms, self._abbr, self._allergen_keys = _term_tables()
-        self._triggers = _trigger_table()
 
     def extract(self, text: str) -> list[Mention]:
         """All mentions in ``text``, in order of appearance."""
@@ -837,11 +462,11 @@ class ClinicalExtractor:
         sentence = text[s_start:s_end]
         toks = [
             (m.group(0), s_start + m.start(), s_start + m.end())
-            for m in _TOKEN_RE.finditer(sentence)
+            for m in PHRASE_TOKEN_RE.finditer(sentence)
         ]
         lower = [t[0].lower() for t in toks]
         hits: list[_Hit] = []
-        triggers: list[_Trigger] = []
+        triggers: list[Trigger] = []
         i = 0
         n = len(toks)
         while i < n:
@@ -850,7 +475,7 @@ class ClinicalExtractor:
                 key = " ".join(lower[i : i + size])
                 exact = " ".join(t[0] for t in toks[i : i + size])
                 term = self._terms.get(key) or self._abbr.get(exact)
-                trig = self._triggers.get(key)
+                trig = context_trigger(key)
                 if term is not None:
                     hits.append(_Hit(term, i, i + size, toks[i][1], toks[i + size - 1][2]))
                     i += size
@@ -858,12 +483,12 @@ class ClinicalExtractor:
                     break
                 if trig is not None:
                     cat, direction = trig
-                    aux = lower[i - 1] if i > 0 and cat in _ACTION_CATS else ""
+                    aux = lower[i - 1] if i > 0 and cat in ACTION_CATEGORIES else ""
                     triggers.append(
-                        _Trigger(
+                        Trigger(
                             cat,
-                            direction != "bwd",
-                            direction != "fwd",
+                            direction != "backward",
+                            direction != "forward",
                             i,
                             i + size,
                             aux in _AUX,
@@ -877,7 +502,21 @@ class ClinicalExtractor:
                 i += 1
         if not hits:
             return []
-        return self._resolve(text, sentence, s_start, s_end, toks, hits, triggers)
+        negation = read_negation(sentence, [(h.start - s_start, h.end - s_start) for h in hits])
+        # an action right after a negation cue is none: "is not taking metformin"
+        cues = [(s_start + a, s_start + b) for a, b in negation.cues]
+        triggers = [
+            t
+            for t in triggers
+            if t.category not in ACTION_CATEGORIES
+            or t.start == 0
+            or not any(a <= toks[t.start - 1][1] < b for a, b in cues)
+        ]
+        for a, _ in negation.cues:
+            # the cues of the token reading end the other categories' scopes
+            at = next((k for k, t in enumerate(toks) if t[1] >= s_start + a), n)
+            triggers.append(Trigger(NEGATION_CUE, True, False, at, at + 1))
+        return self._resolve(text, sentence, s_start, s_end, hits, triggers, negation)
 
     def _resolve(
         self,
@@ -885,16 +524,21 @@ class ClinicalExtractor:
         sentence: str,
         s_start: int,
         s_end: int,
-        toks: list[tuple[str, int, int]],
         hits: list[_Hit],
-        triggers: list[_Trigger],
+        triggers: list[Trigger],
+        negation: NegationReading,
     ) -> list[Mention]:
         out: list[Mention] = []
         for idx, hit in enumerate(hits):
             term = hit.term
-            assertion = term.assertion or self._assertion(hit, triggers)
+            assertion = term.assertion or mention_assertion(
+                hit.tok_start,
+                hit.tok_end,
+                triggers,
+                negated=negation.negated(hit.start - s_start, hit.end - s_start),
+            )
             kind = term.kind
-            in_allergy = self._in_scope(hit, triggers, {"allergy"}) is not None
+            in_allergy = _reaching(hit, triggers, {"allergy"}) is not None
             if kind == "allergen" and not in_allergy:
                 continue
             if kind in ("medication", "allergen") and in_allergy:
@@ -904,7 +548,7 @@ class ClinicalExtractor:
             tail = re.split(r";|\bbut\b|\bhowever\b", tail, maxsplit=1)[0]
             fields: dict[str, Any] = {}
             if kind == "medication":
-                nolonger = self._in_scope(hit, triggers, {"nolonger"})
+                nolonger = _reaching(hit, triggers, {"no_longer"})
                 action = self._action(hit, hits, triggers)
                 if nolonger is not None:
                     action, assertion = "stopped", "affirmed"
@@ -937,11 +581,11 @@ class ClinicalExtractor:
                 if (
                     kind == "smoking"
                     and assertion == "affirmed"
-                    and (self._in_scope(hit, triggers, {"stopped"}) is not None)
+                    and (_reaching(hit, triggers, {"stopped"}) is not None)
                 ):
                     assertion = "historical"
             elif kind in ("condition", "procedure"):
-                if kind == "condition" and self._in_scope(hit, triggers, {"nolonger"}):
+                if kind == "condition" and _reaching(hit, triggers, {"no_longer"}):
                     assertion = "negated"
                 before = text[max(s_start, hit.start - 24) : hit.start]
                 lat = list(_LATERALITY_RE.finditer(before))
@@ -972,82 +616,37 @@ class ClinicalExtractor:
         return _dedupe_habits(out)
 
     @staticmethod
-    def _scope_ok(hit: _Hit, trig: _Trigger, triggers: list[_Trigger], cats: set[str]) -> bool:
-        """True if ``trig`` reaches ``hit``: no terminator or other modifier in between."""
-        lo, hi = (
-            (trig.tok_end, hit.tok_start)
-            if trig.tok_end <= hit.tok_start
-            else (hit.tok_end, trig.tok_start)
-        )
-        for other in triggers:
-            if other is trig or not (lo <= other.tok_start < hi):
-                continue
-            if other.cat in ("term", "pseudo"):
-                return False
-            if "allergy" in cats and other.cat in _ACTION_CATS:
-                return False
-            if other.cat in _ASSERTION_CATS and other.cat not in cats:
-                return False
-            if other.cat in cats and other.cat != trig.cat:
-                return False
-        return True
-
-    def _in_scope(self, hit: _Hit, triggers: list[_Trigger], cats: set[str]) -> _Trigger | None:
-        for trig in triggers:
-            if trig.cat not in cats:
-                continue
-            before = trig.tok_end <= hit.tok_start
-            after = trig.tok_start >= hit.tok_end
-            if ((before and trig.fwd) or (after and trig.bwd)) and self._scope_ok(
-                hit, trig, triggers, cats
-            ):
-                return trig
-        return None
-
-    def _assertion(self, hit: _Hit, triggers: list[_Trigger]) -> Assertion:
-        found: set[Assertion] = set()
-        for trig in triggers:
-            if trig.cat not in _ASSERTION_CATS:
-                continue
-            before = trig.tok_end <= hit.tok_start
-            after = trig.tok_start >= hit.tok_end
-            if not ((before and trig.fwd) or (after and trig.bwd)):
-                continue
-            if self._scope_ok(hit, trig, triggers, {trig.cat}):
-                found.add(_CAT_ASSERTION[trig.cat])
-        for assertion in _PRIORITY:
-            if assertion in found:
-                return assertion
-        return "affirmed"
-
-    @staticmethod
-    def _action(hit: _Hit, hits: list[_Hit], triggers: list[_Trigger]) -> Action | None:
+    def _action(hit: _Hit, hits: list[_Hit], triggers: list[Trigger]) -> Action | None:
         """The action verb governing a drug: the nearest one before it ("stopped metformin"),
         else one after it ("metformin was stopped"; "metformin and aspirin were stopped";
         "aspirin continued." at the end of the clause)."""
-        actions = [t for t in triggers if t.cat in _ACTION_CATS]
-        breaks = [t for t in triggers if t.cat in ("term", "pseudo")]
+        actions = [t for t in triggers if t.category in ACTION_CATEGORIES]
+        breaks = [t for t in triggers if t.category in BREAKS]
 
         def clear(lo: int, hi: int) -> bool:
-            return not any(lo <= b.tok_start < hi for b in breaks)
+            return not any(lo <= b.start < hi for b in breaks)
 
         def hits_between(lo: int, hi: int) -> bool:
             return any(lo <= h.tok_start < hi for h in hits if h is not hit)
 
-        preceding = [t for t in actions if t.tok_end <= hit.tok_start and not t.post]
-        if preceding and clear(preceding[-1].tok_end, hit.tok_start):
-            return preceding[-1].cat  # type: ignore[return-value]
-        following = [t for t in actions if t.tok_start >= hit.tok_end]
-        if not following or not clear(hit.tok_end, following[0].tok_start):
+        preceding = [t for t in actions if t.end <= hit.tok_start and not t.post]
+        if preceding and clear(preceding[-1].end, hit.tok_start):
+            return preceding[-1].category  # type: ignore[return-value]
+        following = [t for t in actions if t.start >= hit.tok_end]
+        if not following or not clear(hit.tok_end, following[0].start):
             return None
         trig = following[0]
-        crosses = hits_between(hit.tok_end, trig.tok_start)
+        crosses = hits_between(hit.tok_end, trig.start)
         if trig.post and (trig.plural or not crosses):
-            return trig.cat  # type: ignore[return-value]
-        last_in_clause = not hits_between(trig.tok_end, 10**9)
+            return trig.category  # type: ignore[return-value]
+        last_in_clause = not hits_between(trig.end, 10**9)
         if not trig.post and not crosses and last_in_clause:
-            return trig.cat  # type: ignore[return-value]
+            return trig.category  # type: ignore[return-value]
         return None
+
+
+def _reaching(hit: _Hit, triggers: list[Trigger], categories: set[str]) -> Trigger | None:
+    return reaching(hit.tok_start, hit.tok_end, triggers, categories)
 
 
 def _dedupe_habits(mentions: list[Mention]) -> list[Mention]:

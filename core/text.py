@@ -463,3 +463,67 @@ def split_statements(text: str) -> list[Span]:
         for ca, cb in _split_clauses(text, sentence.start, sentence.end):
             statements.extend(_split_list(text, ca, cb))
     return statements
+
+
+# --- words -------------------------------------------------------------------------------
+
+_WORD_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*(?:/\d+(?:\.\d+)?)?%?|[a-z]+(?:'[a-z]+)?|[?,;:]", re.I)
+
+
+# Words that say nothing of what a sentence is about (for content words and their overlap).
+STOPWORDS = frozenset(
+    """
+    a an the and or but of in on at to for with by from as is are was were be been being has
+    have had do does did this that these those it its he she they his her their him them i
+    you we my your our me us who which what when where how there here also very any some
+    patient patients pt mr mrs ms dr today currently now then than so if about over up out
+    will would can could should may might just well okay ok yes yeah um uh mm hmm like
+    going go get got know think feel little bit really kind sort
+    """.split()
+)
+
+
+def token_spans(text: str) -> list[tuple[str, int, int]]:
+    """Lower-case word, number and clause-punctuation tokens with their ``[start, end)``
+    offsets in ``text`` ("n't" kept as "not": "don't" -> "do", "not"; "can't" -> "can",
+    "not", both spanning the whole word)."""
+    out: list[tuple[str, int, int]] = []
+    for m in _WORD_TOKEN_RE.finditer(text.replace("\u2019", "'")):
+        low, a, b = m.group(0).lower(), m.start(), m.end()
+        if low == "n't":  # spoken text spaces it off: "do n't"
+            out.append(("not", a, b))
+        elif low.endswith("n't"):
+            out.extend([(low[:-3], a, b - 3), ("not", b - 3, b)])
+        elif low in {"can't", "cannot", "won't"}:
+            out.extend([("can", a, b), ("not", a, b)])
+        else:
+            out.append((low, a, b))
+    return out
+
+
+def tokens(text: str) -> list[str]:
+    """The tokens of :func:`token_spans` without their offsets."""
+    return [tok for tok, _, _ in token_spans(text)]
+
+
+def stem(word: str) -> str:
+    """A crude, consistent suffix stripper: "fracture"/"fractures", "runs"/"running",
+    "reports"/"reported"/"reporting" and "denies"/"denied" each meet on one stem."""
+    w = word
+    if len(w) > 4 and w.endswith("ies"):
+        w = w[:-3] + "y"
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ing", "ed"):
+        if len(w) > len(suffix) + 2 and w.endswith(suffix):
+            w = w[: -len(suffix)]
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":  # "running" -> "run"
+                w = w[:-1]
+            break
+    if w.endswith("ied"):
+        w = w[:-3] + "y"
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    if len(w) > 3 and w.endswith("y"):
+        w = w[:-1] + "i"
+    return w

@@ -3,10 +3,11 @@
 Catches procedural errors that similarity alone misses: a value or dose that differs from the
 record (contradicted), a count stated wrongly (the record lists four medications, the claim
 says three), a negation or laterality flipped, and specifics the record never states
-(over-extrapolation). Pure functions over plain strings; no model. Quantities, negation and a
-reply's yes or no are read by the fact checks of answer grounding (``facts.quantities``,
-``facts.denies``, ``facts.reply_answer``), so that the claim audit and grounding read a
-sentence alike.
+(over-extrapolation). Pure functions over plain strings; no model. Quantities are read by the
+fact checks of answer grounding (``facts.quantities``), negation and a reply's yes or no by
+the assertion engine that grounding and extraction read too (``core.assertion.denies``,
+``core.assertion.reply_answer``), so that the claim audit and grounding read a sentence
+alike.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
-from core.grounding.facts import Quantity, denies, digits, reply_answer
+from core.assertion import denies, reply_answer
+from core.grounding.facts import Quantity, digits
 from core.grounding.facts import quantities as read_quantities
 
 _STOPWORDS = frozenset(
@@ -33,8 +35,8 @@ _STOPWORDS = frozenset(
     time times
     said says say mentioned mentions explained""".split()
 )
-# The cue words content_tokens leaves out: negation is read by the fact checks' engine
-# (``facts.denies``), not matched here.
+# The cue words content_tokens leaves out: negation is read by the assertion engine
+# (``core.assertion.denies``), not matched here.
 _NEGATION = re.compile(
     r"\b(?:no|not|non|never|none|denies|denied|deny|without|negative\s+for|absent|ruled\s+out|"
     r"free\s+of|nor|neither|unremarkable)\b|n't\b",

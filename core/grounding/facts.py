@@ -4,7 +4,8 @@ negation, laterality, named drugs and conditions.
 :func:`compare_facts` decides whether a statement's specifics are borne out by its evidence.
 A close paraphrase that changes "500 mg" to "1000 mg", "denies" to "reports" or "left" to
 "right" embeds almost exactly like the original; these checks are what keep it from being
-accepted as grounded.
+accepted as grounded. Negation, questions and their replies are read by the assertion engine
+(:mod:`core.assertion`) that extraction and the claim audit read too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,19 @@ from typing import Literal
 
 from rapidfuzz import fuzz
 
+from core.assertion import (
+    Mark,
+    Polarity,
+    content_word,
+    dialogue_polarity,
+    finding_stems,
+    findings_as_words,
+    is_question,
+    load_rules,
+    polarity_marks,
+    strip_speaker,
+    text_polarity,
+)
 from core.grounding.vocab import (
     condition_names,
     conditions_in,
@@ -27,6 +41,7 @@ from core.grounding.vocab import (
     headings_in,
 )
 from core.lexicon import load_lexicon as clinical_lexicon
+from core.text import STOPWORDS, stem, tokens
 
 FactStatus = Literal["agree", "missing", "conflict"]
 
@@ -87,65 +102,10 @@ def load_lexicon() -> Lexicon:
         conditions=tuple(sorted(conditions, key=len, reverse=True)),
         condition_synonyms=synonyms,
         drug_brands=lex.brand_generics(),
-        findings=frozenset(stem(w) for w in lex.findings if " " not in w),
+        findings=finding_stems(),
         exam_signs=frozenset(stem(w) for w in lex.exam_signs),
     )
 
-
-# --- tokens ------------------------------------------------------------------------------
-
-_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*(?:/\d+(?:\.\d+)?)?%?|[a-z]+(?:'[a-z]+)?|[?,;:]", re.I)
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-case word, number and clause-punctuation tokens ("n't" kept as "not")."""
-    out: list[str] = []
-    for tok in _TOKEN_RE.findall(text.replace("\u2019", "'")):
-        low = tok.lower()
-        if low == "n't":  # spoken text spaces it off: "do n't"
-            out.append("not")
-        elif low.endswith("n't"):
-            out.extend([low[:-3], "not"])
-        elif low in {"can't", "cannot", "won't"}:
-            out.extend(["can", "not"])
-        else:
-            out.append(low)
-    return out
-
-
-def stem(word: str) -> str:
-    """A crude, consistent suffix stripper: "fracture"/"fractures", "runs"/"running",
-    "reports"/"reported"/"reporting" and "denies"/"denied" each meet on one stem."""
-    w = word
-    if len(w) > 4 and w.endswith("ies"):
-        w = w[:-3] + "y"
-    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    for suffix in ("ing", "ed"):
-        if len(w) > len(suffix) + 2 and w.endswith(suffix):
-            w = w[: -len(suffix)]
-            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":  # "running" -> "run"
-                w = w[:-1]
-            break
-    if w.endswith("ied"):
-        w = w[:-3] + "y"
-    if len(w) > 3 and w.endswith("e"):
-        w = w[:-1]
-    if len(w) > 3 and w.endswith("y"):
-        w = w[:-1] + "i"
-    return w
-
-
-_STOPWORDS = frozenset(
-    """
-    a an the and or but of in on at to for with by from as is are was were be been being has
-    have had do does did this that these those it its he she they his her their him them i
-    you we my your our me us who which what when where how there here also very any some
-    patient patients pt mr mrs ms dr today currently now then than so if about over up out
-    will would can could should may might just well okay ok yes yeah um uh mm hmm like
-    going go get got know think feel little bit really kind sort
-    """.split()
-)
 
 # --- numbers -----------------------------------------------------------------------------
 
@@ -534,7 +494,7 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
         context = frozenset(
             stem(t)
             for t in near
-            if t.isalpha() and len(t) > 2 and t not in _STOPWORDS and t not in _COMMON
+            if t.isalpha() and len(t) > 2 and t not in STOPWORDS and t not in _COMMON
         )
         found.append(Quantity(value, unit, display.strip(), context))
     return tuple(found)
@@ -550,7 +510,7 @@ def _content_stems(text: str) -> set[str]:
     return {
         stem(t)
         for t in tokens(text)
-        if t.isalpha() and len(t) > 4 and t not in _STOPWORDS and t not in _COMMON
+        if t.isalpha() and len(t) > 4 and t not in STOPWORDS and t not in _COMMON
     }
 
 
@@ -701,564 +661,9 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
     return AGREE
 
 
-# --- negation ----------------------------------------------------------------------------
+# --- negation (read by the assertion engine, core.assertion) --------------------------
 
-# Cues that negate what follows them ("denies fever", "no rash", "without pain").
-_NEG_CUES = frozenset(
-    """
-    no not denies denied deny denying without never none neither nor quit stopped
-    discontinued nothing nope nah negative absence
-    """.split()
-)
-# Cues that negate what comes just before them ("margins were negative", "pain free").
-_POST_CUES = frozenset({"negative", "absent", "free", "resolved"})
-# Words that assert what stands before them, ending a negation's scope.
-_AFFIRMERS = frozenset({"present", "positive", "intact"})
-_LINKS = frozenset({"is", "are", "was", "were", "been", "be", "all", "came", "back"})
-_SCOPE_END = frozenset(
-    "; : . but however although though except than which who while whereas because due".split()
-)
-_SCOPE_MAX = 8
-# A new subject ends a negation's scope: "no fever , she has a cough".
-_SUBJECTS = frozenset(
-    """
-    i i'm i've i'll i'd we we're we've we'll you you're you've he he's she she's they they're
-    they've it's that's there's
-    """.split()
-)
-_YES_WORDS = frozenset("yes yeah yep yup mm uh-huh correct sure definitely absolutely".split())
-_NO_WORDS = frozenset("no nope nah never none nothing".split())
-_YES_PHRASES = [["i", v] for v in ("have", "do", "did", "am", "was", "had", "does")] + [
-    ["it", "is"],
-    ["it", "does"],
-    ["it", "has"],
-]
-# After an answer particle "no" these begin a new clause: "no , i think it's stress".
-_CLAUSE_STARTS = frozenset(
-    """
-    , i i'm i've it it's that that's this we you he she they just but really actually sir
-    ma'am thank thanks not no never um uh well because so and the my a an doctor okay ok
-    yes yeah nope nothing there there's
-    """.split()
-)
-# After a comma these begin a new clause, which ends a negation's scope; a list goes on
-# ("denies fever , chills , and sweats").
-_COMMA_CLAUSE = _CLAUSE_STARTS - frozenset("and um uh not no never nothing nope , or".split())
-# Openers after which a transcript asks rather than states ("any fever", "do you smoke").
-_ASKS = frozenset({"any", "anything"})
-_ASK_PAIRS = frozenset(
-    {
-        ("do", "you"),
-        ("did", "you"),
-        ("have", "you"),
-        ("are", "you"),
-        ("were", "you"),
-        ("is", "there"),
-        ("are", "there"),
-        ("has", "there"),
-        ("was", "there"),
-        ("does", "it"),
-        ("is", "it"),
-    }
-)
-_ASK_ALWAYS = frozenset({("how", "about"), ("what", "about")})
-# Verbs that "any" (or an object's "your", "my") follows: "i have not had any pain".
-_VERBS_BEFORE_ANY = frozenset(
-    """
-    have has had get got take took taken see saw seen notice feel felt experience find found
-    need want use make made give gave hear heard show shows showed appreciate appreciated
-    check watch eat move lift bend raise put touch wear hurt
-    """.split()
-)
-# An auxiliary opening a sentence before one of these asks: "does the pain radiate".
-_AUXILIARIES = frozenset("do does did is are was were has have can could".split())
-_ASKED_SUBJECTS = frozenset(
-    "the your this that it he she they anyone anybody any anything his her".split()
-)
-_ASK_VERBS = frozenset(a for a, _ in _ASK_PAIRS)  # "do" in "do you": the asker's own "you"
-# What may stand before "do you" when it asks ("okay so do you ..."), unlike "we have you on".
-_OPENERS = frozenset(
-    "and or so but okay ok alright now then um uh well also , ? . nice great good about".split()
-)
-_WH_WORDS = frozenset("how what when where why which who whose".split())
-_RELATIVES = frozenset({"that", "who"})
-# After "how", "when", "where", "why": the words that make it a question.
-_WH_NEXT = frozenset(
-    """
-    do does did is are was were have has had can could will would should often long much many
-    far old bad severe frequently
-    """.split()
-)
-# "have you" asks anywhere in run-on speech when one of these follows ("have you ever ...").
-_ASKED_PARTICIPLES = frozenset(
-    """
-    ever been had noticed tried taken seen done experienced felt gotten received used lost
-    gained any thought considered heard injured hurt
-    """.split()
-)
-# Verbs that pass a denial on to the clause they take: "i don't think i've had ...".
-_RAISING = frozenset(
-    "think say believe recall remember guess seem seems sound sounds appear appears".split()
-)
-# Words between a raising verb and what it raises: "does n't sound to be like you need".
-_RAISED_BY = frozenset({"that", "really", "to", "be", "like", "as", "if"})
-# A condition supposes what it says: "if his symptoms do not improve , ...".
-_CONDITIONS = frozenset({"if", "unless", "whether"})
-# "and" before these starts a new phrase, which ends a negation's scope.
-_NEW_PHRASE = frozenset("some the a an her his their there is was has had".split())
-_PREPOSITIONS = frozenset("of to in on at for from into".split())
-_LIST_ITEM = 3  # content words a list item may have before the scope needs renewing
-_COPULAS = frozenset("is are was were".split())
-# "is intact", "are normal": an affirmer after a copula starts a clause of its own.
-_FINE = _AFFIRMERS | frozenset("normal fine clear good okay symmetric regular".split())
-_HESITATIONS = frozenset("um uh hmm hmmm mm oh well".split())
-_FILLERS = frozenset({"and", "so", "okay", "um", "uh", "alright", "now", "then", "well", "oh"})
-_SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
-
-# Lay and clinical names of one finding, read as one word for negation ("denies dysuria"
-# against "any pain with urination ?" "no").
-_FINDING_PHRASES = tuple(
-    (re.compile(pattern, re.I), word)
-    for pattern, word in (
-        (
-            r"\bshort(?:ness)? of breath\b|\bsob\b|\bbreathless(?:ness)?\b|\bout of breath\b"
-            r"|\b(?:difficulty|trouble|problems?) (?:with )?breathing\b"
-            r"|\bhard (?:time )?(?:to )?breath(?:e|ing)\b|\bcatch (?:my|your|his|her) breath\b",
-            "dyspnea",
-        ),
-        (
-            r"\b(?:pain|burning|discomfort) (?:with|when|on|while) (?:you |i |he |she )?"
-            r"(?:urination|urinating|urinate|peeing|pee)\b",
-            "dysuria",
-        ),
-        (r"\bpainful urination\b", "dysuria"),
-        (r"\bblood in (?:your |the |my |his |her )?(?:urine|pee)\b", "hematuria"),
-        (r"\bblood in (?:your |the |my |his |her )?(?:stools?|bowel movements?)\b", "hematochezia"),
-        (r"\b(?:pass(?:ing|ed)? out|faint(?:ing|ed)?|blacked out)\b", "syncope"),
-        (r"\b(?:throw(?:ing)? up|threw up|vomit(?:ing|ed)?)\b", "vomiting"),
-        (r"\b(?:nauseous|nauseated)\b", "nausea"),
-        (r"\b(?:light ?headed(?:ness)?|dizzy)\b", "dizziness"),
-        (r"\b(?:heart (?:racing|pounding)|racing heart)\b", "palpitations"),
-        (r"\b(?:swelling|swollen)\b", "edema"),
-        (r"\bnumb\b", "numbness"),
-        (r"\b(?:enlarged|swollen) (?:lymph nodes?|glands?)\b", "lymphadenopathy"),
-        (r"\btingly\b", "tingling"),
-        (r"\bhead ?aches?\b", "headache"),
-        (r"\b(?:night )?sweats\b", "sweats"),
-    )
-)
-
-
-# Words that introduce a term without saying anything of it: "no evidence of what we call
-# hydronephrosis" (else "we" would start a new clause and end the denial).
-_NAMING_RE = re.compile(
-    r"\bwhat (?:we|they|you|i) (?:call|called)\b|\bwhat(?:'s| is) called\b", re.I
-)
-
-
-def _findings_as_words(text: str) -> str:
-    text = _NAMING_RE.sub(" ", text)
-    for pattern, word in _FINDING_PHRASES:
-        text = pattern.sub(word, text)
-    return text
-
-
-Polarity = dict[str, set[bool]]  # stem -> {True: asserted, False: negated}
-
-
-def _content(tok: str) -> bool:
-    return (
-        tok.isalpha()
-        and tok not in _STOPWORDS
-        and len(tok) > 2
-        and tok not in _NEG_CUES
-        and tok not in _SCOPE_END
-    )
-
-
-def _wh_question(toks: list[str], opener: int) -> bool:
-    """Whether the word at ``opener`` opens a wh-question: "how far ...", "what medications
-    ...", "when did it start", but not "how about ..." nor "when you're constipated , ..."."""
-    tok = toks[opener]
-    nxt = toks[opener + 1] if opener + 1 < len(toks) else ""
-    if tok not in _WH_WORDS or (tok, nxt) in _ASK_ALWAYS:
-        return False
-    return tok in {"what", "which", "who", "whose"} or nxt in _WH_NEXT
-
-
-def _asks_here(toks: list[str], i: int, wh: bool) -> bool:
-    """Whether a question starts at token ``i`` of a transcript sentence."""
-    tok, prev = toks[i], toks[i - 1] if i else ""
-    nxt = toks[i + 1] if i + 1 < len(toks) else ""
-    after = toks[i + 2] if i + 2 < len(toks) else ""
-    if (tok, nxt) in _ASK_ALWAYS:
-        return True
-    if tok in _AUXILIARIES and nxt in _ASKED_SUBJECTS and (not prev or prev in _OPENERS):
-        return True  # "so does the pain radiate", "are anyone in your family ..."
-    if (
-        tok == "any"
-        and _content(prev)
-        and prev not in _VERBS_BEFORE_ANY
-        and not prev.endswith(("ed", "ing"))
-        and _content(nxt)
-    ):
-        return True  # run-on speech: "let's talk about some other symptoms any joint pain"
-    if tok in _ASKS or (tok, nxt) in _ASK_PAIRS:
-        at_start = not prev or prev in _OPENERS
-        if tok in _ASKS:
-            return at_start
-        if at_start and not wh:
-            return True
-        # run-on speech: "... nothing else is going on have you done physical therapy"
-        return prev not in _WH_WORDS and (
-            (tok in {"do", "did"} and nxt == "you" and after.isalpha())
-            or (tok == "have" and nxt == "you" and after in _ASKED_PARTICIPLES)
-        )
-    return False
-
-
-Mark = bool | None | Literal["if"]
-
-
-def _polarity_marks(toks: list[str], *, speech: bool = True) -> list[Mark]:
-    """Per token: True asserted, False negated, None asked (in a question's scope), "if"
-    supposed (in a condition: "if symptoms do not improve").
-
-    A negation's scope runs over at most ``_SCOPE_MAX`` content words (a list renews it:
-    "denies fever, chills, muscle aches, nausea, or vomiting") and ends at a clause
-    boundary: a conjunction such as "but", a new subject ("no rash, she says ..."), "and"
-    before a new phrase ("cannot catch her breath and some wheezing is present"), or a
-    comma that does not continue a list.
-    """
-    marks: list[Mark] = [True] * len(toks)
-    scope = 0  # content words left in a negation's scope
-    cue = -1  # where the last negation cue stood
-    asking = supposing = False
-    opener = next((i for i, t in enumerate(toks) if t.isalpha() and t not in _FILLERS), -1)
-    # "how far are you running": presupposed, not asked; but "what about ..." asks
-    wh = opener >= 0 and _wh_question(toks, opener)
-    for i, tok in enumerate(toks):
-        prev = toks[i - 1] if i else ""
-        nxt = toks[i + 1] if i + 1 < len(toks) else ""
-        if (
-            tok in _SCOPE_END
-            or tok == "?"
-            or (tok == "," and nxt in _COMMA_CLAUSE)
-            or (tok == "other" and nxt == "than")
-            or (tok == "and" and nxt in _NEW_PHRASE)
-            or (tok in {"and", "or"} and nxt in {"your", "my"})
-        ):
-            scope, asking, supposing = 0, False, False
-            continue
-        if supposing:
-            if tok in {",", "then"}:
-                supposing = False
-            else:
-                marks[i] = "if"
-            continue
-        if tok in _CONDITIONS:
-            scope, asking, supposing = 0, False, True
-            continue
-        if (
-            tok in _SUBJECTS
-            and scope < _SCOPE_MAX  # not "denies that she ..."
-            and not (
-                # "i don't think i've ever had heartburn": the denial moves to what is thought
-                0 <= cue < i - 1
-                and toks[cue] == "not"
-                and toks[cue + 1] in _RAISING
-                and all(t in _RAISED_BY for t in toks[cue + 2 : i])
-            )
-        ):
-            scope = 0
-        if tok in _SUBJECTS and asking and prev not in _ASK_VERBS | _RELATIVES:
-            # "any ... when i'm ...", but not "anyone that you know has ..."
-            asking = False
-        if scope > 0 and cue >= 0 and toks[cue] == "without" and tok in _PREPOSITIONS:
-            scope = 0  # "without contrast of your abdomen"
-        if speech and scope > 0 and tok == "some" and any(map(_content, toks[cue + 1 : i])):
-            scope = 0  # "no fever some chills": "some" starts what is said
-        if (
-            speech
-            and scope > 0
-            and tok in {"your", "my"}
-            and _content(prev)
-            and prev not in _VERBS_BEFORE_ANY
-            and not prev.endswith(("ing", "ed"))
-        ):
-            scope = 0  # "you don't have any fever your blood pressure is fine"
-        if (
-            speech
-            and scope > 0
-            and tok in _COPULAS
-            and nxt in _FINE
-            and _content(prev)
-            and any(map(_content, toks[cue + 1 : i - 1]))
-        ):
-            # run-on speech: "there is no pronator drift sensation is intact": the word
-            # before "is intact" starts a clause of its own
-            marks[i - 1] = True
-            scope = 0
-        used_up = not speech and cue >= 0 and i > 0 and marks[i - 1] is False and _content(prev)
-        if (scope > 0 or used_up) and (tok in {",", "or", "nor"} or (tok == "and" and prev == ",")):
-            # a list renews the scope; in writing, also when its last item used the scope up
-            # ("denies black stools , heavy menstrual bleeding , weight loss , or syncope")
-            scope = max(scope, _LIST_ITEM)
-            continue
-        if (
-            tok in _NO_WORDS
-            and (not prev or prev in _NO_WORDS or prev == "," or prev in _HESITATIONS)
-            and (not nxt or nxt in _CLAUSE_STARTS)
-        ):
-            continue  # an answer particle: "no , i think ..." negates nothing that follows
-        if tok == "negative" and nxt != "for" and _content(nxt):
-            scope = 1  # "negative margins": an adjective on the next word
-            continue
-        if (tok in _POST_CUES and not (tok == "negative" and nxt == "for")) or (
-            tok in _NO_WORDS and prev and nxt in {"", ".", "?"}
-        ):
-            # "pain free", "margins were negative", "pregnancy test negative", "diarrhea no"
-            j = i - 1
-            while j >= 0 and toks[j] in _LINKS:
-                j -= 1
-            # the words before it that name one thing ("pregnancy test negative"); a spoken
-            # "diarrhea no" takes one word
-            for _ in range(1 if tok in _NO_WORDS else _LIST_ITEM):
-                if j < 0 or not _content(toks[j]) or marks[j] is not True:
-                    break
-                marks[j] = False
-                j -= 1
-            continue
-        if tok == "without" and prev == "or":  # "with or without"
-            continue
-        if tok == "non":
-            scope = 1
-            continue
-        if (
-            scope > 0
-            and tok in _AFFIRMERS
-            and cue < (last_comma := _last(toks, ",", i))
-            and toks[last_comma + 1] not in {"or", "and", "nor"}
-        ):
-            # "no tenderness , bowel sounds are present": the item before it is asserted
-            # (but not in "no murmurs present" nor "no murmurs , gallops , or rubs present")
-            for j in range(last_comma + 1, i):
-                if marks[j] is False:
-                    marks[j] = True
-            scope = 0
-            continue
-        if speech and scope > 0 and tok in _AFFIRMERS and _content(nxt):
-            # run-on speech: "no evidence of thrush present tonsils are midline": what
-            # follows "present" is said of its own
-            marks[i] = False
-            scope = 0
-            continue
-        if tok in _NEG_CUES and not (tok == "not" and nxt in {"only", "limited"}):
-            if not asking:  # "do you not have a bowel movement ?" still asks
-                scope, cue = _SCOPE_MAX, i
-            continue
-        if speech and scope == 0 and _asks_here(toks, i, wh):
-            asking = True
-        if scope > 0:
-            marks[i] = False
-            if _content(tok):
-                scope -= 1
-        elif asking:
-            marks[i] = None
-    return marks
-
-
-def denies(text: str) -> bool:
-    """Whether written ``text`` denies something: one of its content words read as negated,
-    by the same reading the fact checks give a statement (a cue's scope over a list, "pain
-    free", "negative for", "non-", a clause boundary ending it). Other detectors ask this
-    rather than keep a cue list of their own."""
-    toks = tokens(_findings_as_words(text))
-    marks = _polarity_marks(toks, speech=False)
-    return any(m is False and _content(t) for t, m in zip(toks, marks, strict=True))
-
-
-def _last(toks: list[str], tok: str, before: int) -> int:
-    """Index of the last ``tok`` before index ``before`` (-1: none)."""
-    return next((j for j in range(before - 1, -1, -1) if toks[j] == tok), -1)
-
-
-def _polarity(toks: list[str]) -> tuple[Polarity, set[str]]:
-    """Content stems of one evidence sentence with how each is said (both, when said both
-    ways), and the stems it asks about. What a condition supposes is neither said nor asked.
-    (A statement is read by ``_read_statement``: it asks nothing.)"""
-    said: Polarity = {}
-    asked: set[str] = set()
-    for tok, mark in zip(toks, _polarity_marks(toks), strict=True):
-        if not _content(tok) or mark == "if":
-            continue
-        if mark is None:
-            asked.add(stem(tok))
-        else:
-            said.setdefault(stem(tok), set()).add(bool(mark))
-    return said, asked
-
-
-# A reply that opens with a plain no and a stop: "no . let me ...", "not really , ...".
-_NO_FIRST_RE = re.compile(
-    rf"\s*(?:(?:{'|'.join(sorted(_HESITATIONS))})\s*,?\s*)?"
-    r"(?:no|nope|nah|never|not really|not at all|not in a while)\s*[.,!]",
-    re.I,
-)
-
-
-def reply_answer(sentence: str) -> bool | None:
-    """A short reply's yes (True) or no (False); None when neither, or when the reply goes
-    on to say more (a "no" before a new clause often answers something else)."""
-    text = _SPEAKER_RE.sub("", sentence)
-    if _NO_FIRST_RE.match(text):
-        return False  # "no . let me pull my notes out ...": the answer comes first
-    toks = tokens(text)
-    words = [t for t in toks[:6] if t.isalpha() and t not in _FILLERS]
-    if words and words[0] in _NO_WORDS and len(words) > 1 and words[1] in _NO_WORDS | {"i"}:
-        return False  # "no no i have never had ...", "no i actually tried ..."
-    if sum(_content(t) for t in toks) > 6 or not words:
-        return None
-    if words[0] in _NO_WORDS or (words[0] in {"i", "not"} and "not" in words[:3]):
-        return False
-    if words[0] in _YES_WORDS or words[:2] in _YES_PHRASES:
-        # "i did at first but not any more": mixed, the reply's own words decide
-        return None if any(t in _NEG_CUES for t in toks[2:]) else True
-    return None
-
-
-QUESTION_RUN = 6  # questions in a row that one reply may answer
-
-
-def _named_in_reply(reply: str, listed: set[str]) -> set[str]:
-    """The listed stems a short, plain reply names (none when it negates anything)."""
-    toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", reply)))
-    if any(t in _NEG_CUES or t == "?" for t in toks):
-        return set()
-    content = {stem(t) for t in toks if _content(t)}
-    if len(content) > 6:
-        return set()
-    return content & listed
-
-
-# A reply that denies whatever it has not named: "but everything else has been okay".
-_REST_DENIED_RE = re.compile(
-    r"\b(?:nothing else|(?:everything|all) else (?:(?:has|is|was|'s) )?(?:been )?"
-    r"(?:fine|okay|ok|good|normal|alright)|other than that\s*,?\s*(?:no|nothing|fine|okay))\b",
-    re.I,
-)
-
-
-# A tag that turns a statement into a question only in form: "you have some edema , okay ?"
-_TAG_QUESTION_RE = re.compile(
-    r",\s*(?:okay|ok|right|alright|all right|correct|yeah)\s*\?\s*$", re.I
-)
-
-
-def is_question(sentence: str) -> bool:
-    """Whether a sentence asks (a tag such as "..., okay ?" does not make it ask). A question
-    cut off by the reply ("have you had any fever-", "chest pain , shortness of breath ,
-    belly pain-") asks too."""
-    text = sentence.rstrip()
-    if text.endswith("-"):
-        return _cut_question(_SPEAKER_RE.sub("", text))
-    return text.endswith("?") and not _TAG_QUESTION_RE.search(sentence)
-
-
-def _cut_question(text: str) -> bool:
-    """A cut-off sentence that opens as a question, or lists findings and nothing else."""
-    toks = [t for t in tokens(_findings_as_words(text)) if t.isalpha() and t not in _FILLERS]
-    if len(toks) >= 2 and ((toks[0], toks[1]) in _ASK_PAIRS or toks[0] in _ASKS):
-        return True
-    findings = load_lexicon().findings
-    items = [tokens(_findings_as_words(item)) for item in text.rstrip("- ").split(",")]
-    return len(items) > 1 and all(
-        0 < len(item) <= 3 and any(stem(t) in findings or t in {"pain", "ache"} for t in item)
-        for item in items
-    )
-
-
-def _short_question(sentence: str) -> bool:
-    return is_question(sentence) and len(sentence.split()) <= 16
-
-
-def reply_index(sentences: Sequence[str], i: int) -> int:
-    """Index of the sentence that answers sentence ``i``: the next one, or, after a run of
-    short questions answered at once ("chest pain ?" "shortness of breath ?" "no"), the
-    first after the run."""
-    j = i + 1
-    if is_question(sentences[i]):
-        while j < min(len(sentences) - 1, i + QUESTION_RUN) and _short_question(sentences[j]):
-            j += 1
-    return j
-
-
-def _sentence_polarity(sentences: Sequence[str], i: int) -> Polarity:
-    """Polarity of the terms of sentence ``i``; a question answered "no" negates what it
-    asked, answered "yes" asserts it, and is otherwise undecided. Wh-questions ("how far are
-    you running") presuppose what they ask about."""
-    sentence = sentences[i]
-    toks = tokens(_findings_as_words(_SPEAKER_RE.sub("", sentence)))
-    question = is_question(sentence)
-    j = reply_index(sentences, i)
-    reply = reply_answer(sentences[j]) if j < len(sentences) else None
-    pol, asked = _polarity(toks)
-    words = [t for t in toks if t.isalpha()]
-    if asked and words[-1] in _NO_WORDS and not question:
-        # answered within the line: "any nausea vomiting or diarrhea ... like that no"
-        return {key: {False} for key in asked} | {k: v for k, v in pol.items() if k not in asked}
-    if reply is None and j < len(sentences) and question:
-        # a list question answered by naming some of it: "any chest pain , shortness of
-        # breath , or belly pain ?" "shortness of breath ." denies the rest
-        named = _named_in_reply(sentences[j], asked)
-        if not named and asked:
-            # "... sore throat , cough ?" "i've had a little nasal congestion ." "but
-            # everything else has been okay": what the reply names is had, the rest denied
-            replied = [t for t in sentences[j : j + 2] if not is_question(t)]
-            if any(_REST_DENIED_RE.search(t) for t in replied):
-                heard = {stem(t) for r in replied for t in tokens(_findings_as_words(r))}
-                named = (asked & heard) or {""}
-        if named:
-            rest = {k: v for k, v in pol.items() if k not in asked}
-            return {key: {key in named} for key in asked} | rest
-    if reply is not None:
-        # what the reply names itself, it says itself ("did any of your children have
-        # problems ?" "i do not have siblings , and my children are healthy")
-        own = {stem(t) for t in tokens(_findings_as_words(sentences[j])) if _content(t)}
-        asked -= own
-        pol = {k: v for k, v in pol.items() if k not in own}
-    out: Polarity = {}
-    if (
-        question
-        and any(t.isalpha() and t not in _FILLERS for t in toks)
-        and not any(_wh_question(toks, k) for k in range(len(toks)))
-    ):
-        # a whole yes/no question ("diarrhea ?", "have you noticed any weight gain ?"):
-        # "yes" confirms it as asked, "no" turns it round; a question put in the negative
-        # ("and no chest pain while exercising ?") is confirmed by either
-        if reply is not None:
-            negative = any(False in said for said in pol.values())
-            for key in asked:
-                out.setdefault(key, set()).add(reply)
-            for key, said in pol.items():
-                out.setdefault(key, set()).update(s if reply or negative else not s for s in said)
-        return out
-    for key, said in pol.items():
-        if key not in asked:
-            out.setdefault(key, set()).update(said)
-    if reply is not None:
-        for key in asked:
-            out.setdefault(key, set()).add(reply)
-    return out
-
-
-def _union(polarities: Iterable[Polarity]) -> Polarity:
-    out: Polarity = {}
-    for pol in polarities:
-        for key, said in pol.items():
-            out.setdefault(key, set()).update(said)
-    return out
-
+_RULES = load_rules()
 
 # Laterality has its own check; words of time and sequence say nothing of negation.
 _IGNORED_KEYS = frozenset(
@@ -1269,18 +674,6 @@ _IGNORED_KEYS = frozenset(
     recent recently lower upper
     """.split()
 )
-
-
-@lru_cache(maxsize=1024)
-def _source_sentence_polarity(sentences: tuple[str, ...]) -> tuple[Polarity, ...]:
-    return tuple(_sentence_polarity(sentences, i) for i in range(len(sentences)))
-
-
-@lru_cache(maxsize=1024)
-def _text_polarity(sentences: tuple[str, ...]) -> Polarity:
-    """The polarity of all ``sentences`` (a whole source, or a candidate's evidence): the
-    union of their sentences' (see ``_sentence_polarity``; cached, so read-only)."""
-    return _union(_source_sentence_polarity(sentences))
 
 
 # Words too general to name what a phrase is about ("no history of ...", "any other ...").
@@ -1299,14 +692,6 @@ _GENERIC = frozenset(
 # since that time".
 _COMPLAINTS = frozenset(
     stem(w) for w in "issues issue problems problem complaints concerns symptoms".split()
-)
-
-_PLAN_CUES = frozenset(
-    """
-    will would should recommend recommended recommends encouraged encourage discussed
-    instructed counseled educated plan planned importance referral refer referred prescribe
-    prescribed
-    """.split()
 )
 
 # Words that make a negated phrase deny only the qualified thing ("no new lesions").
@@ -1343,17 +728,17 @@ class _StatementReading:
 @lru_cache(maxsize=4096)
 def _read_statement(statement: str) -> _StatementReading:
     """A statement's negation, read once however many candidates it is checked against."""
-    toks = tokens(_findings_as_words(statement))
-    marks = _polarity_marks(toks, speech=False)
+    toks = tokens(findings_as_words(statement))
+    marks = polarity_marks(toks, speech=False)
     said: Polarity = {}
     for tok, mark in zip(toks, marks, strict=True):
-        if _content(tok) and mark in (True, False):
+        if content_word(tok) and mark in (True, False):
             said.setdefault(stem(tok), set()).add(bool(mark))
     planned = False
     for i, tok in enumerate(toks):
-        if tok in _SCOPE_END:
+        if tok in _RULES.scope_end:
             planned = False
-        elif tok in _PLAN_CUES:
+        elif tok in _RULES.plan_cues:
             planned = True
         elif planned and marks[i] is True:
             # a plan or advice asserts nothing yet: "she will check her blood sugar daily"
@@ -1394,7 +779,7 @@ def _phrases(toks: list[str], marks: list[Mark]) -> list[Run]:
             close()
             current, vague, polarity = [], [], None
             continue
-        if not _content(tok):
+        if not content_word(tok):
             continue
         key = stem(tok)
         if polarity is not None and mark != polarity:
@@ -1415,7 +800,7 @@ def _phrase_conflict(
     """A phrase the statement says one way that a source sentence says only the other way
     ("has not been watching his diet" against "i've been watching my diet"), when neither the
     evidence nor any source sentence says it the statement's way."""
-    per_sentence = _source_sentence_polarity(tuple(source_sentences))
+    per_sentence = dialogue_polarity(tuple(source_sentences))
     for said, words in runs:
         pair = [stem(w) for w in words[:2]]
         if len(pair) < 2 or all(said in evidence.get(k, ()) for k in pair):
@@ -1446,7 +831,7 @@ def _compare_negation(
     statement: str, evidence_sentences: Sequence[str], source_sentences: Sequence[str] = ()
 ) -> FactCheck:
     reading = _read_statement(statement)
-    evid = _text_polarity(tuple(evidence_sentences))
+    evid = text_polarity(tuple(evidence_sentences))
     findings = load_lexicon().findings
     for polarity, run in reading.runs:
         keys = [stem(w) for w in run if stem(w) not in reading.both_ways]
@@ -1468,7 +853,7 @@ def _compare_negation(
             if not seen and key in findings and source_sentences:
                 # a symptom the matched text does not mention: how the rest of the source
                 # speaks of it ("any fever ?" "no" earlier in the visit) decides
-                seen = _text_polarity(tuple(source_sentences)).get(key)
+                seen = text_polarity(tuple(source_sentences)).get(key)
             if seen != {not polarity}:
                 continue  # absent, said both ways, or said the statement's way
             phrase = [reading.words.get(stem(w), w) for w in run]
@@ -1535,7 +920,7 @@ def _predicates(toks: list[str], *, speech: bool) -> list[tuple[bool, str]]:
         while speech and j < n and toks[j] in _SOFTENERS:
             j += 1
         if j < n and toks[j].isalpha() and toks[j] not in _NOT_PREDICATES:
-            if toks[j] not in _STOPWORDS or toks[j] == "about":
+            if toks[j] not in STOPWORDS or toks[j] == "about":
                 out.append((negated, stem(toks[j])))
     return out
 
@@ -1545,7 +930,7 @@ def _spoken_predicates(sentence: str) -> tuple[tuple[bool, str], ...]:
     """The verb phrases a source sentence states (none for a question; cached)."""
     if is_question(sentence):
         return ()
-    return tuple(_predicates(tokens(_SPEAKER_RE.sub("", sentence)), speech=True))
+    return tuple(_predicates(tokens(strip_speaker(sentence)), speech=True))
 
 
 def _predicate_conflict(
@@ -1584,7 +969,7 @@ _DOING_WELL_RE = re.compile(
 
 
 def _negates(sentence: str) -> bool:
-    return any(t in _NEG_CUES for t in tokens(sentence))  # "n't" is read as "not"
+    return any(t in _RULES.neg_cues for t in tokens(sentence))  # "n't" is read as "not"
 
 
 @lru_cache(maxsize=256)
@@ -1594,7 +979,7 @@ def _stated(sentences: tuple[str, ...]) -> tuple[tuple[str, bool], ...]:
     out = []
     for sentence in sentences:
         if not is_question(sentence):
-            text = _SPEAKER_RE.sub("", sentence)
+            text = strip_speaker(sentence)
             out.append((text, _negates(text)))
     return tuple(out)
 
@@ -1668,7 +1053,7 @@ def _source_stems(sentences: tuple[str, ...]) -> frozenset[str]:
     return frozenset(
         stem(t)
         for sentence in sentences
-        for t in tokens(_findings_as_words(sentence))
+        for t in tokens(findings_as_words(sentence))
         if t.isalpha()
     )
 
@@ -1729,10 +1114,12 @@ def _segment_side_parts(toks: list[str]) -> set[tuple[str, str]]:
             continue
         after = toks[i + 1 : i + 3]
         if toks[max(0, i - 2) : i] in (["on", "the"], ["to", "the"]) and (
-            not after or not _content(after[0]) or (after[0] == "side" and after[1:] != ["of"])
+            not after or not content_word(after[0]) or (after[0] == "side" and after[1:] != ["of"])
         ):
             # "cva tenderness on the right": the side of what comes before
-            before = next((w for w in reversed(toks[max(0, i - 5) : i - 2]) if _content(w)), None)
+            before = next(
+                (w for w in reversed(toks[max(0, i - 5) : i - 2]) if content_word(w)), None
+            )
             if before is not None:
                 pairs.add((t, stem(before)))
             continue
@@ -1769,7 +1156,7 @@ def _clause_side(statement: str, evidence: str) -> FactCheck | None:
 def _word_stems(text: str) -> set[str]:
     """The stems of every content word of ``text`` (short ones too, unlike
     ``_content_stems``: "knee", "foot")."""
-    return {stem(t) for t in tokens(text) if _content(t)}
+    return {stem(t) for t in tokens(text) if content_word(t)}
 
 
 def _word_of(text: str, key: str) -> str:
@@ -1997,7 +1384,7 @@ def _condition_found(condition: str, text_low: str) -> bool:
     # enough, unless that word names no disease of its own ("disease", "syndrome", ...)
     if condition in lex.conditions or condition not in condition_names():
         return False
-    words = [w for w in tokens(condition) if _content(w) and w not in _LATIN_QUALIFIERS]
+    words = [w for w in tokens(condition) if content_word(w) and w not in _LATIN_QUALIFIERS]
     said = _source_stems((text_low,))
     if words and stem(words[-1]) not in _GENERIC_HEADS:
         return stem(words[-1]) in said or _fuzzy_in(words[-1], text_low)

@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from core.grounding.facts import digits, stem
-from core.text import Span
+from core.grounding.facts import digits
+from core.text import Span, stem
 
 # words that carry no claim of their own: left out of both sides of the comparison
 _FUNCTION_WORDS = frozenset(

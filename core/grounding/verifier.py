@@ -26,17 +26,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 from rapidfuzz import fuzz
 
+from core.assertion import QUESTION_RUN, is_question, reply_index
 from core.checks import OK, CheckStatus, failed, skipped, unavailable
-from core.grounding.facts import (
-    FAMILIES,
-    QUESTION_RUN,
-    FactCheck,
-    compare_facts,
-    is_question,
-    mentions,
-    reply_index,
-    statement_terms,
-)
+from core.grounding.facts import FAMILIES, FactCheck, compare_facts, mentions, statement_terms
 from core.grounding.inference import Judgement, llm_judge, nli_judge
 from core.grounding.learned import EVIDENCE_PASSAGES, PASSAGE_WORDS
 from core.grounding.support import evidence_keys, novelty, statement_words, unsupported_words

@@ -622,7 +622,7 @@ def test_cli_usage_errors(tmp_path: Path) -> None:
 
 
 def test_claim_audit_reads_negation_as_the_fact_checks_do() -> None:
-    # one engine (facts.denies): "pain free" denies as "no pain" does
+    # one engine (core.assertion.denies): "pain free" denies as "no pain" does
     assert (
         compare_specifics(
             "Chest pain free since Monday.", ["She has had no chest pain since Monday."]
