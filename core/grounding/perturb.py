@@ -662,7 +662,7 @@ def _swap_name(sort: str) -> Callable[[str, str, random.Random, Sequence[str]], 
         def named(name: str, text: str) -> re.Match[str] | None:
             return re.search(rf"(?<![\w-]){re.escape(name.lower())}(?![\w-])", text)
 
-        hits = []
+        hits: list[tuple[int, int, tuple[str, ...]]] = []
         for group in _SWAPS[sort]:
             for name in group:
                 m = named(name, low_s)
