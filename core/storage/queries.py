@@ -437,11 +437,11 @@ def queue_facets(
     if patients:
         no_patients = Filters(filters.start, filters.end, filters.models, ())
         stmt = (
-            select(Conversation.patient_id, func.count())
+            select(col(Conversation.patient_id), func.count())
             .select_from(StatementCheck)
             .join(Conversation, col(Conversation.id) == StatementCheck.conversation_id)
             .where(*_queue_conds(no_patients, statuses, review_state, kinds, severities, bar))
-            .group_by(Conversation.patient_id)
+            .group_by(col(Conversation.patient_id))
         )
         out["patient"] = {str(value): int(n) for value, n in session.execute(stmt)}
     return out
