@@ -87,7 +87,7 @@ def preload(modules: tuple[str, ...] = PRELOAD) -> float:
     # (inspect.stack(), ~0.1 s in the first visitor's run). This process is the server.
     delta_generator = sys.modules.get("streamlit.delta_generator")
     if delta_generator is not None and hasattr(delta_generator, "_use_warning_has_been_displayed"):
-        delta_generator._use_warning_has_been_displayed = True
+        setattr(delta_generator, "_use_warning_has_been_displayed", True)  # noqa: B010
     _warm_charts()
     gc.collect()
     gc.freeze()  # what is loaded now lives as long as the process: no collection walks it
