@@ -154,10 +154,12 @@ def _fill(url: str, n: int) -> str:
                 "(SELECT max(id) FROM statement_check))"
             )
             raw.commit()
-            cur.execute("ANALYZE")
-            raw.commit()
         finally:
             raw.close()
+        # what autovacuum does after a bulk load (a server with autovacuum off never does):
+        # the statistics, and the visibility map that index-only scans need
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+            c.execute(text("VACUUM ANALYZE"))
     else:
         with engine.begin() as c:
             c.execute(

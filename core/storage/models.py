@@ -123,7 +123,20 @@ class Conversation(SQLModel, table=True):
             "hallucination_risk",
             "overall_quality",
         ),
-        Index("idx_conversation_timestamp", "query_timestamp"),
+        # covering on PostgreSQL (migration 0011): the per-model statistics and the review
+        # queue's join read a time window from the index alone
+        Index(
+            "idx_conversation_timestamp",
+            "query_timestamp",
+            postgresql_include=[
+                "id",
+                "model_used",
+                "patient_id",
+                "is_flagged",
+                "grounding_score",
+                "consistency_score",
+            ],
+        ),
         Index("idx_conversation_quality", "grounding_score", "consistency_score"),
         Index("idx_conversation_patient_time", "patient_id", "query_timestamp"),
         Index("idx_conversation_model_time", "model_used", "query_timestamp"),
@@ -191,6 +204,7 @@ class StatementCheck(SQLModel, table=True):
             "idx_statement_flagged_conversation",
             "conversation_id",
             "risk",
+            postgresql_include=["id", "kind", "severity"],  # the queue's filters and order
             sqlite_where=_FLAGGED,
             postgresql_where=_FLAGGED,
         ),
