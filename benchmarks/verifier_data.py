@@ -463,11 +463,12 @@ if __name__ == "__main__":
 
 
 def benchmark_hallucinations(
-    note: str, dialogue: str, rng: random.Random
+    note: str, dialogue: str, rng: random.Random, *, every: bool = False
 ) -> list[tuple[str, Hallucination | None]]:
     """Every sentence of a note as it is (a real reference sentence, with None), and for each
-    one hallucination of it, chosen as in training: how the benchmarks and the fit on dev rows
-    read an encounter (no sentence is left out for what the visit does not say)."""
+    one hallucination of it, chosen as in training (with ``every``, each one the generator can
+    make of it): how the benchmarks and the fit on dev rows read an encounter (no sentence is
+    left out for what the visit does not say)."""
     from core.text import split_statements
 
     statements = [
@@ -478,15 +479,18 @@ def benchmark_hallucinations(
     out: list[tuple[str, Hallucination | None]] = []
     for s in statements:
         out.append((s, None))
-        for h in _choose(hallucinate(s, dialogue, rng, others=statements), rng, 1):
+        made = hallucinate(s, dialogue, rng, others=statements)
+        for h in made if every else _choose(made, rng, 1):
             out.append((s, h))
     return out
 
 
-def benchmark_items(note: str, dialogue: str, rng: random.Random) -> list[Item]:
+def benchmark_items(
+    note: str, dialogue: str, rng: random.Random, *, every: bool = False
+) -> list[Item]:
     """:func:`benchmark_hallucinations` as (statement, kind of hallucination or None,
     original sentence)."""
     return [
         (s, None, s) if h is None else (h.text, h.kind, s)
-        for s, h in benchmark_hallucinations(note, dialogue, rng)
+        for s, h in benchmark_hallucinations(note, dialogue, rng, every=every)
     ]

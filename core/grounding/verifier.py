@@ -927,6 +927,11 @@ def combine(signals: dict[str, float], params: dict[str, Any] | None) -> tuple[f
         float(w) * x[name] for name, w in zip(params["features"], params["coef"], strict=True)
     )
     support = 1.0 / (1.0 + float(np.exp(-z)))
+    # a fact check precise enough on development data decides alone (a dose or a side the
+    # evidence gives otherwise): the support is at most how often its conflicts were wrong
+    for family, at_most in params.get("vetoes", {}).items():
+        if signals.get(f"conflict_{family}"):
+            support = min(support, float(at_most))
     return support, support >= float(params["threshold"])
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -145,9 +147,6 @@ def test_novelty_is_zero_for_a_repeat_and_one_for_an_invention() -> None:
 
 
 def _verifier_data():  # type: ignore[no-untyped-def]
-    import sys
-    from pathlib import Path
-
     sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     import verifier_data
 
@@ -205,3 +204,42 @@ def test_a_reference_sentence_is_a_positive_only_when_its_evidence_says_enough_o
     assert said_enough(0.7, 0.6)  # a quarter more, and much the same meaning
     assert not said_enough(0.7, 0.3)
     assert not said_enough(0.8, 0.9)  # most of it is never said, however alike it reads
+
+
+def test_a_vetoing_family_caps_support_whatever_the_model_says() -> None:
+    from core.grounding.verifier import combine
+
+    params = {
+        "features": ["model", "conflict_numbers"],
+        "coef": [1.0, -0.1],
+        "intercept": 0.0,
+        "threshold": 0.3,
+        "vetoes": {"numbers": 0.18},
+    }
+    sure = {"model": 0.99, "conflict_numbers": 0.0}
+    support, grounded = combine(sure, params)
+    assert support > 0.9
+    assert grounded
+    support, grounded = combine({**sure, "conflict_numbers": 1.0}, params)
+    assert support == pytest.approx(0.18)
+    assert not grounded
+    # without vetoes the weak coefficient leaves the model's word standing
+    support, grounded = combine({**sure, "conflict_numbers": 1.0}, {**params, "vetoes": {}})
+    assert support > 0.9
+    assert grounded
+
+
+def test_only_a_family_that_rarely_fires_on_real_sentences_vetoes() -> None:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from fit_verifier import vetoes
+
+    def row(label: int, **signals: float) -> dict[str, object]:
+        return {"group": "aci", "label": label, "kind": "k", "weight": 1.0, "signals": signals}
+
+    real = [row(0) for _ in range(198)] + [row(0, conflict_numbers=1.0)]
+    real += [row(0, conflict_negation=1.0) for _ in range(10)]
+    made = [row(1, conflict_numbers=1.0) for _ in range(9)]
+    made += [row(1, conflict_negation=1.0) for _ in range(30)]
+    found = vetoes(real + made, ["numbers", "negation", "names"])
+    # numbers: 1 of 209 real sentences (< 1 %), 1 real among its 10 conflicts
+    assert found == {"numbers": 0.1}
