@@ -458,10 +458,6 @@ def main() -> None:
     print(dict(kinds.most_common()))
 
 
-if __name__ == "__main__":
-    main()
-
-
 def benchmark_hallucinations(
     note: str, dialogue: str, rng: random.Random, *, every: bool = False
 ) -> list[tuple[str, Hallucination | None]]:
@@ -494,3 +490,7 @@ def benchmark_items(
         (s, None, s) if h is None else (h.text, h.kind, s)
         for s, h in benchmark_hallucinations(note, dialogue, rng, every=every)
     ]
+
+
+if __name__ == "__main__":
+    main()

@@ -35,9 +35,10 @@ def verifier() -> GroundingVerifier:
 
 
 # Known misses of the shipped model, kept as strict expected failures so that they are seen
-# (and a model that fixes them must say so here): the generated training negatives taught
-# surface cues. "... was ordered" is mostly an invented order there, and a question answered
-# "No, none." is not read as a denial of what was asked.
+# (and a model that fixes them must say so here). The third version fixed two of the
+# second's: "An X-ray ... was ordered" (said by the visit) is now grounded, and "He reports
+# fever and chills" against "Any fever or chills?" "No, none." is now flagged. What is left:
+# a changed social-history fact and an invented duration read as the visit's topic.
 KNOWN_MISS = pytest.mark.xfail(strict=True, reason="known miss of the shipped model")
 
 
@@ -47,7 +48,7 @@ KNOWN_MISS = pytest.mark.xfail(strict=True, reason="known miss of the shipped mo
         "The patient reports swelling of the right knee for two weeks after a fall.",
         "She takes ibuprofen 400 mg twice daily.",
         "He denies fever or chills.",
-        pytest.param("An X-ray of the right knee was ordered.", marks=KNOWN_MISS),
+        "An X-ray of the right knee was ordered.",
     ],
 )
 def test_supported_statements_are_grounded(verifier: GroundingVerifier, statement: str) -> None:
@@ -62,7 +63,7 @@ def test_supported_statements_are_grounded(verifier: GroundingVerifier, statemen
     [
         ("An MRI of the right knee was ordered.", "MRI"),  # invented order
         ("She takes ibuprofen 800 mg twice daily.", "800"),  # wrong dose
-        pytest.param("He reports fever and chills.", None, marks=KNOWN_MISS),  # negation
+        ("He reports fever and chills.", None),  # negation
         ("The patient reports swelling of the left knee for two weeks.", "left"),  # wrong side
         pytest.param("He currently smokes a pack a day.", None, marks=KNOWN_MISS),  # social
         ("She was referred to cardiology.", "cardiology"),  # invented referral
