@@ -232,9 +232,13 @@ def test_workers_run_single_threaded_kernels_and_restore_the_setting(
     assert bf16._fast is not None
     seen: list[tuple[int, str]] = []
     real = bf16._fast.encode
+    # each part waits for the other to start: two workers side by side pass, one worker
+    # taking both parts in turn (however the scheduler orders them) breaks the barrier
+    both_running = threading.Barrier(2, timeout=60)
 
     def recording(rows: Sequence[Sequence[int]]) -> np.ndarray:
         seen.append((torch.get_num_threads(), threading.current_thread().name))
+        both_running.wait()
         return real(rows)
 
     monkeypatch.setattr(bf16._fast, "encode", recording)
