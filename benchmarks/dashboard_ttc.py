@@ -55,11 +55,18 @@ CHROMIUM_ARGS = [
 TARGET_S = 1.5
 TIMEOUT_MS = 120_000
 
+#: A Vega-Lite chart (st.altair_chart) and whether Vega has drawn its marks: a line, bar or
+#: point with its path in the chart's SVG.
+_CHART = "'[data-testid=\"stVegaLiteChart\"]'"
+_DRAWN = (
+    "c => [...c.querySelectorAll('.mark-line path, .mark-rect path, .mark-symbol path')]"
+    ".some(p => (p.getAttribute('d') || '').length > 4)"
+)
+
 #: Per page: a JavaScript predicate true once the page's data is drawn (not merely loaded).
 CONTENT: dict[str, str] = {
-    # the trend chart and the volume chart, each with a drawn trace
-    "overview": "[...document.querySelectorAll('.js-plotly-plot')]"
-    ".filter(p => p.querySelector('.trace')).length >= 2",
+    # the trend chart and the volume chart, each with its marks drawn
+    "overview": f"[...document.querySelectorAll({_CHART})].filter({_DRAWN}).length >= 2",
     # the first queue item: its position and its verdict buttons
     "review": "/Item \\d+ of/.test(document.body.innerText)"
     " && [...document.querySelectorAll('button')].some(b => b.innerText.includes('Confirmed'))",
@@ -68,10 +75,10 @@ CONTENT: dict[str, str] = {
     # no data on this page: its prompt to upload
     "upload": "document.body.innerText.includes('paste a transcript to begin')",
     # the reliability diagram (or the note that there are no verdicts yet)
-    "calibration": "document.querySelector('.js-plotly-plot .trace') !== null"
+    "calibration": f"[...document.querySelectorAll({_CHART})].some({_DRAWN})"
     " || document.body.innerText.includes('Calibration needs reviewed statements')",
     # the patient's answers over time
-    "patients": "document.querySelector('.js-plotly-plot .trace') !== null",
+    "patients": f"[...document.querySelectorAll({_CHART})].some({_DRAWN})",
     # the audit trail's table and its count
     "admin": "/[\\d,]+ events, newest first/.test(document.body.innerText)",
 }

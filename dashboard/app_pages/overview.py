@@ -150,32 +150,32 @@ st.caption(
 
 def _selected(event: Any, chart: str) -> None:
     """A newly selected point opens its answers (a selection already seen changes nothing,
-    so that closing the list sticks)."""
-    points_ = list(getattr(getattr(event, "selection", None), "points", None) or [])
-    picked = figures.selected_point(points_)
-    seen_key = f"overview_seen_{chart}"
-    if picked != st.session_state.get(seen_key):
-        st.session_state[seen_key] = picked
-        if picked is not None:
-            st.session_state["overview_drill"] = picked
+    so that closing the list sticks). Each small chart has its own selection: the one that
+    changed names the point."""
+    for name, picked in figures.selected_points(event.selection if points else {}).items():
+        seen_key = f"overview_seen_{chart}_{name}"
+        if picked != st.session_state.get(seen_key):
+            st.session_state[seen_key] = picked
+            if picked is not None:
+                st.session_state["overview_drill"] = picked
 
 
 chart_rows = exports.chart_rows(
     points, min_answers=figures.MIN_POINT_ANSWERS, all_models=figures.ALL_MODELS
 )
-scores_event = st.plotly_chart(
+scores_event = st.altair_chart(
     figures.model_trends_figure(points, thresholds=data.thresholds()),
     key="overview_scores",
-    on_select="rerun",
-    selection_mode="points",
+    # stacked charts are drawn at their content's width unless told to fill the column
+    width="stretch",
+    on_select="rerun" if points else "ignore",  # an empty chart has no point to select
 )
 _selected(scores_event, "scores")
 csv_button("Scores (CSV)", "overview_scores", chart_rows, exports.TREND_FIELDS)
-volume_event = st.plotly_chart(
+volume_event = st.altair_chart(
     figures.model_volume_figure(points),
     key="overview_volume",
-    on_select="rerun",
-    selection_mode="points",
+    on_select="rerun" if points else "ignore",  # an empty chart has no point to select
 )
 _selected(volume_event, "volume")
 csv_button("Volume (CSV)", "overview_volume", chart_rows, exports.VOLUME_FIELDS)

@@ -32,16 +32,13 @@ c[1].metric("Flagged", sum(a["flagged"] for a in answers))
 c[2].metric("Contradictions", len(contradictions))
 c[3].metric("Entities", len({(m["kind"], m["name"]) for m in info["mentions"]}))
 
-event = st.plotly_chart(
-    figures.patient_answers_figure(answers, thresholds=data.thresholds()),
-    key="patients_scores",
-    on_select="rerun",
-    selection_mode="points",
-)
-picked = next(
-    (p["customdata"] for p in event.selection.points if len(p.get("customdata") or ()) >= 2),
-    None,
-)
+scores_chart = figures.patient_answers_figure(answers, thresholds=data.thresholds())
+picked = None
+if answers:  # a click on a point selects its answer (an empty chart has no point to select)
+    event = st.altair_chart(scores_chart, key="patients_scores", on_select="rerun")
+    picked = figures.selected_point(event.selection, fields=figures.ANSWER_FIELDS)
+else:
+    st.altair_chart(scores_chart, key="patients_scores")
 left, right = st.columns([1, 3])
 with left:
     csv_button(
@@ -50,12 +47,12 @@ with left:
         exports.patient_answer_rows(answers),
         exports.PATIENT_ANSWER_FIELDS,
     )
-if picked:
+if picked and picked[1]:  # (record id, conversation id)
     with right:
         if st.button(f"Open the report of answer {md_text(picked[0])}", key="patients_open_point"):
             st.session_state["report_conversation"] = picked[1]
             st.switch_page("app_pages/report.py", query_params={"id": picked[1]})
-st.plotly_chart(figures.entity_timeline_figure(info["mentions"]), key="patients_entities")
+st.altair_chart(figures.entity_timeline_figure(info["mentions"]), key="patients_entities")
 
 st.subheader("Contradictions")
 if not contradictions:

@@ -257,7 +257,7 @@ with left:
             + (f": {sc['status']} ({sc['reason']})" if sc else " (no samples).")
         )
     else:
-        st.plotly_chart(figures.selfcheck_figure(sc["sentences"]), key="report_selfcheck")
+        st.altair_chart(figures.selfcheck_figure(sc["sentences"]), key="report_selfcheck")
         st.caption(
             f"{md_text(sc['method'])} over {sc['samples']} samples · passage score "
             f"{sc['passage_score'] if sc['passage_score'] is not None else '–'}",
@@ -269,7 +269,7 @@ with right:
         st.markdown("**Confidence breakdown**")
         st.caption("No confidence breakdown stored.")
     else:
-        st.plotly_chart(
+        st.altair_chart(
             figures.confidence_figure(
                 {
                     k: conf[k]

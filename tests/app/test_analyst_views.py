@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.storage import models as m
 from core.storage.db import get_engine, read_session
+from tests import vega_spec as vs
 from tests.app.seed import APP, DAYS, END, MODELS, PATIENTS, Seeded, login, open_page
 
 START = END - timedelta(days=DAYS - 1)
@@ -27,10 +28,20 @@ def metric(at: AppTest, label: str) -> str:
 
 
 def chart(at: AppTest, key: str) -> dict[str, Any]:
-    for c in at.get("plotly_chart"):
+    """The Vega-Lite spec of the chart ``key`` as Streamlit sent it, its datasets as rows."""
+    for c in at.get("vega_lite_chart"):
         if c.proto.id.endswith(f"-{key}"):
-            return json.loads(c.proto.spec)
+            return vs.streamlit_spec(c.proto)
     raise AssertionError(f"no chart {key}")
+
+
+def lines(spec: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The line views of a chart with the rows each draws."""
+    return [(u, rows) for u, rows in vs.units(spec) if vs.mark(u) == "line"]
+
+
+def models_drawn(spec: dict[str, Any]) -> set[str]:
+    return {r["model"] for _, rows in lines(spec) for r in rows}
 
 
 def count(url: str, start: date, end: date, model: str | None = None) -> int:
@@ -79,33 +90,40 @@ def test_trends_draw_one_line_per_model_and_a_merged_line_on_request(seeded_db, 
     at = open_page()
     no_errors(at)
     scores = chart(at, "overview_scores")
-    names = [t["name"] for t in scores["data"]]
-    assert sorted(set(names)) == list(MODELS)
-    assert len(names) == 2 * 4
+    trend_lines = lines(scores)
+    assert len(trend_lines) == 4  # the four small charts, each with a line per model
+    for line, rows in trend_lines:
+        assert line["encoding"]["color"]["field"] == "model"
+        assert sorted({r["model"] for r in rows}) == list(MODELS)
     # the y-axis fits the data (grounding is 1/3 everywhere) and the threshold is dashed
-    low, high = scores["layout"]["yaxis"]["range"]
+    grounding = next(u for u, _ in trend_lines if u["encoding"]["y"]["field"] == "grounding")
+    low, high = grounding["encoding"]["y"]["scale"]["domain"]
     assert low < 1 / 3 < high
     assert high - low < 0.1
-    dashed = [s for s in scores["layout"]["shapes"] if s["line"]["dash"] == "dash"]
-    assert {s["y0"] for s in dashed} == {0.7, 0.8, 0.6, 0.3}
+    assert {y for rule, y in vs.rules(scores) if rule["mark"]["strokeDash"]} == {0.7, 0.8, 0.6, 0.3}
     # hover: value to two decimals and the count behind the point
-    first = scores["data"][0]
-    assert "grounding 0.33<br>" in first["text"][0]
-    assert " answers" in first["text"][0]
+    points, rows = next((u, r) for u, r in vs.units(scores) if vs.mark(u) == "point")
+    tooltip = {t["field"]: t for t in points["encoding"]["tooltip"]}
+    assert tooltip["grounding"]["format"] == ".2f"
+    assert "answers" in tooltip
+    assert round(rows[0]["grounding"], 2) == 0.33
+    assert rows[0]["answers"] >= 1
     volume = chart(at, "overview_volume")
-    assert sorted({t["name"] for t in volume["data"]}) == [
-        f"{model}: {what}" for model in MODELS for what in ("answers", "share flagged")
-    ]
+    bars = next(u for u, _ in vs.units(volume) if vs.mark(u) == "bar")
+    assert bars["encoding"]["y"]["field"] == "answers"
+    share = next(u for u, _ in lines(volume))
+    assert share["encoding"]["y"]["field"] == "flagged_share"
+    assert sorted(models_drawn(volume)) == list(MODELS)  # answers and share flagged per model
 
     at.toggle(key="overview_split").set_value(False).run()
     no_errors(at)
-    assert {t["name"] for t in chart(at, "overview_scores")["data"]} == {"all selected models"}
+    assert models_drawn(chart(at, "overview_scores")) == {"all selected models"}
     assert at.query_params.get("merged") == "1"
 
     # two models chosen in the sidebar: one line each, and no merged toggle is needed to say so
     at.toggle(key="overview_split").set_value(True).run()
     at.multiselect(key="sidebar_models").set_value([MODELS[1]]).run()
-    assert {t["name"] for t in chart(at, "overview_scores")["data"]} == {MODELS[1]}
+    assert models_drawn(chart(at, "overview_scores")) == {MODELS[1]}
 
 
 def test_days_with_few_answers_are_shown_as_such(seeded_db, use_db):
@@ -113,9 +131,12 @@ def test_days_with_few_answers_are_shown_as_such(seeded_db, use_db):
     at = open_page()
     scores = chart(at, "overview_scores")
     # model-b answers once or twice a day in the seed: every day of it stands on few answers
-    b = next(t for t in scores["data"] if t["name"] == MODELS[1])
-    assert set(b["marker"]["symbol"]) == {"circle-open"}
-    assert all("few answers" in text for text in b["text"])
+    points, rows = next((u, r) for u, r in vs.units(scores) if vs.mark(u) == "point")
+    assert points["encoding"]["fill"]["condition"] == {"test": "datum.few", "value": "#ffffff"}
+    b = [r for r in rows if r["model"] == MODELS[1]]
+    assert b
+    assert all(r["few"] for r in b)  # drawn hollow and grey
+    assert all("few answers" in r["note"] for r in b)
     assert "(few answers" in at.caption[-1].value or any(
         "fewer than 5 answers" in c.value for c in at.caption
     )
@@ -230,7 +251,8 @@ def test_calibration_and_patients_keep_their_state_in_the_url(seeded_db, use_db)
     no_errors(shared)
     assert shared.selectbox(key="patients_pick").value == PATIENTS[2]
     scores = chart(shared, "patients_scores")
-    assert scores["layout"]["yaxis"]["range"] != [0, 1.02]  # fitted to the answers' scores
+    points = next(u for u, _ in vs.units(scores) if u.get("name") == "answers")
+    assert points["encoding"]["y"]["scale"]["domain"] != [0, 1.02]  # fitted to the answers' scores
     assert "Answers (CSV)" in [b.label for b in shared.get("download_button")]
 
 

@@ -45,7 +45,7 @@ def test_overview_shows_kpis_and_filters_change_them(seeded_db, use_db):
     no_errors(at)
     assert at.title[0].value == "Overview"
     assert metric(at, "Answers") == f"{seeded_db.conversations:,}"
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("vega_lite_chart")) == 2
 
     at.multiselect(key="sidebar_models").set_value([MODELS[1]]).run()
     no_errors(at)
@@ -68,7 +68,7 @@ def test_overview_date_range_and_week_granularity(seeded_db, use_db):
     assert answers_metric.proto.delta != ""
     at.segmented_control(key="overview_granularity").set_value("week").run()
     no_errors(at)
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("vega_lite_chart")) == 2
 
 
 # --------------------------------------------------------------------------- review queue
@@ -283,7 +283,7 @@ def test_calibration_metrics_from_reviewed_statements(seeded_db, use_db):
     assert metric(at, "Reviewed statements") == "12"
     for label in ("ECE (lower is better)", "Brier (lower is better)", "AURC (lower is better)"):
         assert 0.0 <= float(metric(at, label)) <= 1.0
-    assert len(at.get("plotly_chart")) == 3
+    assert len(at.get("vega_lite_chart")) == 3
     low = metric(at, "Flag rate")
     at.slider(key="calibration_threshold").set_value(0.9).run()
     assert metric(at, "Flag rate") != low
@@ -300,7 +300,7 @@ def test_patients_page_shows_history_and_contradictions(seeded_db, use_db):
     answers = int(metric(at, "Answers in range"))
     assert answers > 0
     assert int(metric(at, "Contradictions")) > 0
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("vega_lite_chart")) == 2
     at.selectbox(key="patients_pick").set_value(PATIENTS[2]).run()
     no_errors(at)
     assert int(metric(at, "Answers in range")) > 0

@@ -199,7 +199,7 @@ def test_every_page_renders(server: str, page: object) -> None:
         _open(page, f"{server}/{path}", heading)
         page.get_by_text(text).first.wait_for()  # type: ignore[attr-defined]
         if path in ("", "overview", "calibration", "patients"):
-            page.locator(".js-plotly-plot").first.wait_for()  # type: ignore[attr-defined]
+            page.locator("[data-testid=stVegaLiteChart] svg").first.wait_for()  # type: ignore[attr-defined]
         _settle(page)
         assert page.get_by_text("Page not found").count() == 0  # type: ignore[attr-defined]
         page.screenshot(path=str(ARTIFACTS / f"{path or 'overview'}.png"), full_page=True)  # type: ignore[attr-defined]
@@ -285,7 +285,7 @@ def _metric(page: object, label: str) -> str:
 
 def _overview(page: object, url: str) -> None:
     _open(page, url, "Overview")
-    page.locator(".js-plotly-plot").first.wait_for()  # type: ignore[attr-defined]
+    page.locator("[data-testid=stVegaLiteChart] svg").first.wait_for()  # type: ignore[attr-defined]
     _settle(page)
     assert page.get_by_text("Page not found").count() == 0  # type: ignore[attr-defined]
 
@@ -340,8 +340,9 @@ def test_a_chart_point_opens_its_answers(server: str, page: object) -> None:
     """Clicking a point of a trend chart lists the answers of that day and model, with links
     to their reports, and puts the point in the address."""
     _overview(page, f"{server}/overview")
-    chart = page.locator(".js-plotly-plot").first  # type: ignore[attr-defined]
-    chart.locator(".scatterlayer .trace .points path").first.click(force=True)
+    chart = page.locator("[data-testid=stVegaLiteChart]").first  # type: ignore[attr-defined]
+    # a point of the first small chart (grounding): Vega draws each as a path in its marks
+    chart.locator(".mark-symbol.role-mark path").first.click(force=True)
     heading = page.get_by_role("heading", name="Answers of")  # type: ignore[attr-defined]
     heading.first.wait_for()
     page.wait_for_function("() => location.search.includes('day=')")  # type: ignore[attr-defined]

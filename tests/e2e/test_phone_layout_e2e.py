@@ -2,7 +2,7 @@
 
 Checked from the DOM in Chromium: no element reaches past the screen's edges (a table may
 scroll inside its own frame, the page may not scroll sideways), chart titles overlap neither
-each other nor plotly's toolbar (the modebar, in the DOM even while hidden), and on a phone
+each other nor Streamlit's toolbar of the chart (in the DOM even while hidden), and on a phone
 the reviewer's name and the verdict buttons are on the page, the sidebar collapsed, before
 the long answer and source text. Screenshots go to pytest's ``tmp_path``.
 """
@@ -31,7 +31,7 @@ VERDICTS = ("Confirmed", "False alarm", "Unsure", "Undo")
 
 #: What the check reads: elements past the viewport (unless clipped by a scrolling or
 #: clipping box of their own widget that lies within the screen), the page's scroll widths,
-#: and per chart the boxes of its titles and of its modebar.
+#: and per chart the boxes of its titles and of its toolbar.
 LAYOUT_JS = """
 () => {
   const vw = document.documentElement.clientWidth;
@@ -58,12 +58,16 @@ LAYOUT_JS = """
     const r = e.getBoundingClientRect();
     return {left: r.left, top: r.top, right: r.right, bottom: r.bottom};
   };
-  const charts = [...main.querySelectorAll('.js-plotly-plot')].map(p => ({
-    titles: [...p.querySelectorAll('.gtitle, .annotation-text')]
-      .filter(t => t.textContent.trim())
-      .map(t => ({text: t.textContent, box: box(t)})),
-    modebar: p.querySelector('.modebar') ? box(p.querySelector('.modebar')) : null,
-  }));
+  const charts = [...main.querySelectorAll('[data-testid=stVegaLiteChart]')].map(p => {
+    const element = p.closest('[data-testid=stElementContainer]') || p.parentElement;
+    const toolbar = element.querySelector('[data-testid=stElementToolbar]');
+    return {
+      titles: [...p.querySelectorAll('.role-title-text, .role-title-subtitle')]
+        .filter(t => t.textContent.trim())
+        .map(t => ({text: t.textContent, box: box(t)})),
+      toolbar: toolbar ? box(toolbar) : null,
+    };
+  });
   const scrollWidths = [document.documentElement, main, main.firstElementChild]
     .map(e => e.scrollWidth);
   return {vw, scrollWidths, wide, charts};
@@ -122,8 +126,8 @@ def test_overview_charts_fit_and_their_titles_stand_clear(
         page.goto(f"{server}/overview")
         page.get_by_role("heading", name="Overview").first.wait_for()
         page.wait_for_function(  # both charts drawn, with their data
-            "() => [...document.querySelectorAll('.js-plotly-plot')]"
-            ".filter(p => p.querySelector('.trace')).length >= 2"
+            "() => [...document.querySelectorAll('[data-testid=stVegaLiteChart]')]"
+            ".filter(c => c.querySelector('.mark-line path')).length >= 2"
         )
         _settle(page)
         layout = _check_fits(page, width)
@@ -131,18 +135,18 @@ def test_overview_charts_fit_and_their_titles_stand_clear(
         assert len(charts) == 2
         seen: set[str] = set()
         for chart in charts:
-            assert chart["modebar"] is not None
+            assert chart["toolbar"] is not None
             titles = [t for t in chart["titles"] if "".join(t["text"].split()) in TITLES]
             assert titles, chart["titles"]
             seen |= {"".join(t["text"].split()) for t in titles}
             for i, a in enumerate(titles):
                 assert a["box"]["right"] <= width + 1, a
-                assert not _overlap(a["box"], chart["modebar"]), (a, chart["modebar"])
+                assert not _overlap(a["box"], chart["toolbar"]), (a, chart["toolbar"])
                 for b in titles[i + 1 :]:
                     assert not _overlap(a["box"], b["box"]), (a, b)
         assert seen == TITLES
         for i in range(2):
-            page.locator("[data-testid=stPlotlyChart]").nth(i).screenshot(
+            page.locator("[data-testid=stVegaLiteChart]").nth(i).screenshot(
                 path=str(tmp_path / f"overview_{width}_chart{i}.png")
             )
         _screenshot(page, tmp_path / f"overview_{width}.png")

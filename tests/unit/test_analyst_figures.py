@@ -8,6 +8,7 @@ from datetime import date
 import pytest
 
 from dashboard import exports, figures
+from tests import vega_spec as vs
 
 THRESHOLDS = {"grounding": 0.7, "consistency": 0.8, "confidence": 0.6, "risk": 0.3}
 
@@ -33,98 +34,160 @@ def _rows(models: tuple[str | None, ...] = ("model-a", "model-b")) -> list[dict[
     return rows
 
 
+def _panel(spec: dict[str, object], metric: str) -> list[tuple[dict, list[dict]]]:
+    """The views of the small chart of ``metric`` (its line, points, threshold, notes)."""
+    (panel,) = [p for p in vs.panels(spec) if figures.SCORE_TITLES[metric] == vs.title_text(p)]
+    return list(vs.units({**panel, "datasets": spec.get("datasets"), "data": spec.get("data")}))
+
+
+def _points_of(spec: dict[str, object], metric: str) -> tuple[dict, list[dict]]:
+    return next((u, rows) for u, rows in _panel(spec, metric) if vs.mark(u) == "point")
+
+
 def test_one_line_per_model_in_every_chart() -> None:
-    fig = figures.model_trends_figure(_rows(), thresholds=THRESHOLDS)
-    scatter = [t for t in fig.data if t.type == "scatter"]
-    assert len(scatter) == 2 * 4  # two models in each of the four charts
-    for axis in ("x", "x2", "x3", "x4"):
-        assert sorted(t.name for t in scatter if (t.xaxis or "x") == axis) == [
-            "model-a",
-            "model-b",
-        ]
-    # one legend entry per model
-    assert sorted(t.name for t in scatter if t.showlegend) == ["model-a", "model-b"]
+    spec = vs.spec_of(figures.model_trends_figure(_rows(), thresholds=THRESHOLDS))
+    assert len(vs.panels(spec)) == 4  # the four small charts
+    for metric in figures.SCORE_TITLES:
+        line, rows = next((u, r) for u, r in _panel(spec, metric) if vs.mark(u) == "line")
+        assert line["encoding"]["y"]["field"] == metric
+        assert line["encoding"]["color"]["field"] == "model"  # a line per model
+        assert sorted({r["model"] for r in rows}) == ["model-a", "model-b"]
+        # one legend entry per model: the colour scale lists each model once
+        assert line["encoding"]["color"]["scale"]["domain"] == ["model-a", "model-b"]
+        assert line["encoding"]["color"]["scale"]["range"] == list(figures.MODEL_COLORS[:2])
 
 
 def test_the_merged_line_is_labelled_as_all_models() -> None:
-    fig = figures.model_trends_figure(_rows((None,)), thresholds=THRESHOLDS)
-    assert {t.name for t in fig.data} == {figures.ALL_MODELS}
-    assert list(fig.data[0].customdata[0]) == ["2026-03-01", ""]
+    spec = vs.spec_of(figures.model_trends_figure(_rows((None,)), thresholds=THRESHOLDS))
+    _, rows = _points_of(spec, "grounding")
+    assert {r["model"] for r in rows} == {figures.ALL_MODELS}
+    # what a click on the first point selects: its day, and '' for the merged line
+    assert [rows[0][f] for f in figures.POINT_FIELDS] == ["2026-03-01", ""]
 
 
 def test_y_axes_fit_the_data_with_padding() -> None:
-    fig = figures.model_trends_figure(_rows(), thresholds=THRESHOLDS)
-    low, high = fig.layout.yaxis.range  # grounding: values 0.92 .. 0.97
+    spec = vs.spec_of(figures.model_trends_figure(_rows(), thresholds=THRESHOLDS))
+    line = next(u for u, _ in _panel(spec, "grounding") if vs.mark(u) == "line")
+    low, high = line["encoding"]["y"]["scale"]["domain"]  # grounding: values 0.92 .. 0.97
     assert 0.9 <= low < 0.92
     assert 0.97 < high <= 0.99
     assert high - low < 0.2  # not the fixed 0..1 axis
+    assert line["encoding"]["y"]["scale"]["zero"] is False
     assert figures.padded_range([0.5, 0.5]) == pytest.approx([0.48, 0.52])
     assert figures.padded_range([0.0, 1.0]) == [-0.02, 1.02]  # points at the edges drawn whole
     assert figures.padded_range([None]) == [0.0, 1.0]
 
 
 def test_thresholds_are_dashed_lines_and_named_when_off_the_axis() -> None:
-    fig = figures.model_trends_figure(_rows(), thresholds=THRESHOLDS)
-    lines = {s.yref: s.y0 for s in fig.layout.shapes if s.line.dash == "dash"}
-    assert lines == {"y": 0.7, "y2": 0.8, "y3": 0.6, "y4": 0.3}
-    notes = [a.text for a in fig.layout.annotations]
+    spec = vs.spec_of(figures.model_trends_figure(_rows(), thresholds=THRESHOLDS))
+    lines = {}
+    for metric in figures.SCORE_TITLES:
+        panel = {"layer": [u for u, _ in _panel(spec, metric)]}
+        ((rule, y),) = vs.rules(panel)
+        assert rule["mark"]["strokeDash"]  # dashed
+        assert rule["mark"]["clip"] is True  # drawn only where it lies within the range shown
+        lines[metric] = y
+    assert lines == THRESHOLDS
+    notes = vs.texts(spec)
     assert "threshold 0.70 (below the range shown)" in notes
     assert "threshold 0.30 (above the range shown)" in notes
 
 
 def test_hover_gives_the_value_to_two_decimals_and_the_count() -> None:
-    fig = figures.model_trends_figure(_rows(), thresholds=THRESHOLDS)
-    a = next(t for t in fig.data if t.name == "model-a")  # grounding, model-a
-    assert a.hovertemplate == "%{text}<extra></extra>"
-    assert a.text[1] == "model-a<br>2026-03-02<br>grounding 0.94<br>12 answers"
+    spec = vs.spec_of(figures.model_trends_figure(_rows(), thresholds=THRESHOLDS))
+    points, rows = _points_of(spec, "grounding")
+    tooltip = {t["field"]: t for t in points["encoding"]["tooltip"]}
+    assert list(tooltip) == ["model", "day", "grounding", "answers", "note"]
+    assert tooltip["grounding"]["format"] == ".2f"
+    a = next(r for r in rows if r["model"] == "model-a" and r["day"] == "2026-03-02")
+    assert a["grounding"] == pytest.approx(0.94)
+    assert a["answers"] == 12
+    assert a["note"] is None
 
 
 def test_points_on_few_answers_are_hollow_grey_and_say_so() -> None:
-    fig = figures.model_trends_figure(_rows(), thresholds=THRESHOLDS)
-    b = next(t for t in fig.data if t.name == "model-b")
-    assert b.marker.symbol[0] == "circle-open"
-    assert b.marker.symbol[1] == "circle"
-    assert b.marker.color[0] != b.marker.color[1]
-    assert "1 answer<br>few answers" in b.text[0]
-    assert "few answers" not in b.text[1]
+    spec = vs.spec_of(figures.model_trends_figure(_rows(), thresholds=THRESHOLDS))
+    points, rows = _points_of(spec, "grounding")
+    enc = points["encoding"]
+    # hollow (white fill), grey outline and larger where the point stands on few answers
+    assert enc["fill"]["condition"] == {"test": "datum.few", "value": "#ffffff"}
+    assert enc["stroke"]["condition"] == {"test": "datum.few", "value": figures._FEW_COLOR}
+    assert enc["fill"]["field"] == enc["stroke"]["field"] == "model"  # else the model's colour
+    assert enc["size"]["condition"]["value"] > enc["size"]["value"]
+    b = [r for r in rows if r["model"] == "model-b"]
+    assert b[0]["few"] is True
+    assert b[0]["answers"] == 1
+    assert b[0]["note"].startswith("few answers")
+    assert b[1]["few"] is False
+    assert b[1]["note"] is None
 
 
 def test_volume_is_stacked_per_model_with_a_share_line_each() -> None:
-    fig = figures.model_volume_figure(_rows())
-    bars = [t for t in fig.data if t.type == "bar"]
-    lines = [t for t in fig.data if t.type == "scatter"]
-    assert len(bars) == 2
-    assert len(lines) == 2
-    assert fig.layout.barmode == "stack"
-    assert "12 answers" in bars[0].text[1]
-    low, high = fig.layout.yaxis2.range
+    spec = vs.spec_of(figures.model_volume_figure(_rows()))
+    views = list(vs.units(spec))
+    ((bars, rows),) = [(u, r) for u, r in views if vs.mark(u) == "bar"]
+    assert bars["encoding"]["y"]["field"] == "answers"
+    assert bars["encoding"]["y"]["stack"] == "zero"  # stacked by model
+    assert bars["encoding"]["color"]["field"] == "model"
+    assert any(t["field"] == "answers" for t in bars["encoding"]["tooltip"])
+    a = next(r for r in rows if r["model"] == "model-a" and r["day"] == "2026-03-02")
+    assert a["answers"] == 12
+    (line,) = [u for u, _ in views if vs.mark(u) == "line"]
+    assert line["encoding"]["y"]["field"] == "flagged_share"
+    assert line["encoding"]["color"]["field"] == "model"  # a share line per model
+    assert spec["resolve"]["scale"]["y"] == "independent"  # on its own (right) axis
+    assert line["encoding"]["y"]["axis"]["orient"] == "right"
+    low, high = line["encoding"]["y"]["scale"]["domain"]
     assert 0.2 <= low
     assert high <= 0.4
+    # a click on a bar selects its day and model
+    (sel,) = vs.selections(spec).values()
+    assert sel["select"]["fields"] == list(figures.POINT_FIELDS)
 
 
-def test_model_names_are_escaped_in_legend_and_hover() -> None:
+def test_model_names_are_data_not_markup_in_legend_and_hover() -> None:
+    # Vega draws legend labels as text and Streamlit's tooltips escape their values
+    # (vega-tooltip's sanitize): a model's name is handed over as data, never as HTML
     rows = _rows(("<b>evil</b>",))
-    fig = figures.model_trends_figure(rows, thresholds=THRESHOLDS)
-    assert fig.data[0].name == "&lt;b&gt;evil&lt;/b&gt;"
-    assert fig.data[0].text[0].startswith("&lt;b&gt;evil")
+    spec = vs.spec_of(figures.model_trends_figure(rows, thresholds=THRESHOLDS))
+    points, data = _points_of(spec, "grounding")
+    assert points["encoding"]["color"]["scale"]["domain"] == ["<b>evil</b>"]
+    assert {r["model"] for r in data} == {"<b>evil</b>"}
+    assert not any("<br>" in str(v) for r in data for v in r.values())
     # the drill-down still gets the model as stored
-    assert fig.data[0].customdata[0][1] == "<b>evil</b>"
+    assert data[0]["model_key"] == "<b>evil</b>"
+
+
+def test_every_small_chart_has_a_point_selection_for_drill_down() -> None:
+    spec = vs.spec_of(figures.model_trends_figure(_rows(), thresholds=THRESHOLDS))
+    sels = vs.selections(spec)
+    assert sorted(sels) == sorted(f"point_trend_{m}" for m in figures.SCORE_TITLES)
+    for sel in sels.values():
+        assert sel["select"] == {"type": "point", "fields": ["period", "model_key"], "on": "click"}
 
 
 def test_a_selected_point_names_its_day_and_model() -> None:
-    assert figures.selected_point([{"customdata": ["2026-03-02", "model-b"]}]) == (
-        "2026-03-02",
-        "model-b",
-    )
-    assert figures.selected_point([{"customdata": ["2026-03-02", ""]}]) == ("2026-03-02", None)
-    assert figures.selected_point([{"x": "2026-03-02"}]) is None
-    assert figures.selected_point([]) is None
+    # Streamlit's selection state: each selection's list of points ({} when none)
+    picked = {"point_trend_grounding": [{"period": "2026-03-02", "model_key": "model-b"}]}
+    assert figures.selected_point(picked) == ("2026-03-02", "model-b")
+    merged = {"point_trend_risk": {}, "point_volume": [{"period": "2026-03-02", "model_key": ""}]}
+    assert figures.selected_point(merged) == ("2026-03-02", None)
+    assert figures.selected_points(merged) == {
+        "point_trend_risk": None,
+        "point_volume": ("2026-03-02", None),
+    }
+    assert figures.selected_point({"point_volume": [{"day": 1772582400000}]}) is None
+    assert figures.selected_point({"point_volume": {}}) is None
+    assert figures.selected_point({}) is None
+    answer = {"point_answers": [{"external_id": "rec-1", "conversation_id": "conv-1"}]}
+    assert figures.selected_point(answer, fields=figures.ANSWER_FIELDS) == ("rec-1", "conv-1")
 
 
 def test_no_rows_give_an_empty_chart() -> None:
-    fig = figures.model_trends_figure([], thresholds=THRESHOLDS)
-    assert not fig.data
-    assert fig.layout.annotations[0].text == "No data for these filters"
+    spec = vs.spec_of(figures.model_trends_figure([], thresholds=THRESHOLDS))
+    assert [vs.mark(u) for u, _ in vs.units(spec)] == ["text"]
+    assert vs.texts(spec) == ["No data for these filters"]
+    assert not vs.selections(spec)
 
 
 def test_chart_csv_holds_what_the_chart_draws_and_neutralises_formulas() -> None:
@@ -181,15 +244,30 @@ def test_a_patients_answers_chart_fits_its_axis_and_points_at_reports() -> None:
         }
         for i in range(3)
     ]
-    fig = figures.patient_answers_figure(rows, thresholds=THRESHOLDS)
-    grounding = fig.data[0]
-    assert grounding.text[1] == "rec-1 · model-a<br>2026-03-02 09:00<br>grounding 0.85"
-    assert list(grounding.customdata[1]) == ["rec-1", "conv-1"]
-    low, high = fig.layout.yaxis.range
+    spec = vs.spec_of(figures.patient_answers_figure(rows, thresholds=THRESHOLDS))
+    views = list(vs.units(spec))
+    points, data = next((u, r) for u, r in views if u.get("name") == "answers")
+    tooltip = [t["field"] for t in points["encoding"]["tooltip"]]
+    assert tooltip == ["answer", "model", "time", "score", "value"]
+    assert (
+        next(t for t in points["encoding"]["tooltip"] if t["field"] == "value")["format"] == ".2f"
+    )
+    grounding = [r for r in data if r["score"] == "grounding"]
+    assert (grounding[1]["answer"], grounding[1]["model"], grounding[1]["time"]) == (
+        "rec-1",
+        "model-a",
+        "2026-03-02 09:00",
+    )
+    assert grounding[1]["value"] == pytest.approx(0.85)
+    # a click on a point selects its record id and conversation id, to open its report
+    (sel,) = vs.selections(spec).values()
+    assert sel["select"]["fields"] == list(figures.ANSWER_FIELDS)
+    assert [grounding[1][f] for f in figures.ANSWER_FIELDS] == ["rec-1", "conv-1"]
+    low, high = points["encoding"]["y"]["scale"]["domain"]
     assert 0.2 < low < 0.3
     assert 0.9 < high < 1.0
-    dashed = {s.y0 for s in fig.layout.shapes if s.line.dash == "dash"}
+    dashed = {y for rule, y in vs.rules(spec) if rule["mark"]["strokeDash"]}
     assert dashed == {0.7, 0.8, 0.3}
-    crosses = fig.data[-1]
-    assert crosses.name == "contradiction"
-    assert len(crosses.x) == 2
+    crosses, marked = next((u, r) for u, r in views if u["mark"].get("shape") == figures._CROSS)
+    assert [r["note"] for r in marked] == ["1 contradiction(s)", "2 contradiction(s)"]
+    assert crosses["mark"]["color"] == figures.COLORS["confirmed"]
