@@ -104,8 +104,9 @@ def _utc_x(field: str, title: str | None = None, *, fmt: str = "%b %d") -> alt.X
     return alt.X(
         f"{field}:T",
         title=title,
-        # inset: the first and last points are drawn whole inside the chart's width
-        scale=alt.Scale(type="utc", padding=8),
+        # inset: the first and last points are drawn whole inside the chart's width, the
+        # first to the right of the y labels drawn inside the plot (_INNER_Y_AXIS)
+        scale=alt.Scale(type="utc", padding=30),
         axis=alt.Axis(format=fmt, labelOverlap=True, labelFlush=16, grid=False),
     )
 
