@@ -165,67 +165,6 @@ def _label(value: float, text: str, color: str) -> alt.Chart:
 # --------------------------------------------------------------------------- simple charts
 
 
-def score_trends_figure(
-    points: Sequence[Row], *, thresholds: Mapping[str, float], height: int = 520
-) -> Figure:
-    """Four small charts (grounding, consistency, confidence, risk) with threshold lines.
-
-    Args:
-        points: rows with ``period`` and the four score averages (None where unscored).
-        thresholds: ``{metric: threshold}``; each chart draws its threshold as a dashed line.
-    """
-    if not points:
-        return _empty("Scores over time")
-    panels = []
-    for metric in SCORE_TITLES:
-        rows = [{"day": _iso(p["period"]), "value": p.get(metric)} for p in points]
-        layers: list[Any] = [
-            alt.Chart(_data(rows))
-            .mark_line(point=True, color=COLORS[metric], invalid=None)
-            .encode(
-                x=_utc_x("day"),
-                y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1.02], nice=False), axis=None),
-                tooltip=[alt.Tooltip("day:N"), alt.Tooltip("value:Q", title=metric, format=".2f")],
-            )
-        ]
-        if metric in thresholds:
-            t = float(thresholds[metric])
-            layers += [_rule(t, COLORS["threshold"]), _label(t, f"threshold {t:.2f}", "#7a7f87")]
-        panels.append(
-            alt.layer(*layers).properties(title=_title(SCORE_TITLES[metric]), height=height // 5)
-        )
-    return _finish(alt.vconcat(*panels, spacing=18), legend=False)
-
-
-def volume_figure(points: Sequence[Row], *, height: int = 300) -> Figure:
-    """Answers per period (bars) and the share flagged (line, right axis; higher is worse)."""
-    if not points:
-        return _empty("Volume and share flagged")
-    rows = [
-        {"day": _iso(p["period"]), "answers": p["conversations"], "share": p["flagged_share"]}
-        for p in points
-    ]
-    base = alt.Chart(_data(rows)).encode(x=alt.X("day:O", title=None))
-    bars = base.mark_bar(color=COLORS["volume"]).encode(
-        y=alt.Y("answers:Q", title="answers"), tooltip=["day:N", "answers:Q"]
-    )
-    line = base.mark_line(point=True, color=COLORS["flagged"]).encode(
-        y=alt.Y(
-            "share:Q",
-            title="share flagged",
-            scale=alt.Scale(domain=[0, 1]),
-            axis=alt.Axis(format=".0%", orient="right"),
-        ),
-        tooltip=["day:N", alt.Tooltip("share:Q", format=".0%")],
-    )
-    chart = (
-        alt.layer(bars, line)
-        .resolve_scale(y="independent")
-        .properties(title=_title("Volume and share flagged"), height=height - 80)
-    )
-    return _finish(chart)
-
-
 def reliability_figure(
     mean_predicted: Sequence[float],
     fraction_positive: Sequence[float],
@@ -369,36 +308,6 @@ def threshold_figure(
         layers.append(_rule(float(current), COLORS["threshold"], dash=_DOT, field="x"))
     chart = alt.layer(*layers).properties(title=_title("Threshold explorer"), height=240)
     return _finish(chart)
-
-
-def patient_scores_figure(rows: Sequence[Row], *, thresholds: Mapping[str, float]) -> Figure:
-    """One patient's answers over time: grounding and consistency (higher is better), risk
-    (higher is worse); answers with a contradiction are marked with a red cross."""
-    if not rows:
-        return _empty("Answers over time", "No answers for this patient")
-    metrics = ("grounding", "consistency", "risk")
-    points = [
-        {"at": _iso(r["timestamp"]), "metric": SCORE_TITLES[m], "value": r.get(m)}
-        for r in rows
-        for m in metrics
-    ]
-    lines = (
-        alt.Chart(_data(points))
-        .mark_line(point=True)
-        .encode(
-            x=_utc_x("at"),
-            y=alt.Y("value:Q", title=None, scale=alt.Scale(domain=[0, 1.02], nice=False)),
-            color=_metric_color(metrics),
-            tooltip=["metric:N", alt.Tooltip("value:Q", format=".2f")],
-        )
-    )
-    layers: list[Any] = [lines]
-    marked = [r for r in rows if r.get("contradictions")]
-    if marked:
-        layers.append(_crosses(marked, lambda r: f"{r['contradictions']} contradiction(s)"))
-    if "consistency" in thresholds:
-        layers.append(_rule(float(thresholds["consistency"]), COLORS["threshold"]))
-    return _finish(alt.layer(*layers).properties(title=_title("Answers over time"), height=280))
 
 
 def _metric_color(metrics: Sequence[str]) -> alt.Color:
@@ -966,13 +875,10 @@ __all__ = [
     "model_volume_figure",
     "padded_range",
     "patient_answers_figure",
-    "patient_scores_figure",
     "reliability_figure",
     "score_by_verdict_figure",
-    "score_trends_figure",
     "selected_point",
     "selected_points",
     "selfcheck_figure",
     "threshold_figure",
-    "volume_figure",
 ]

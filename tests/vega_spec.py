@@ -3,6 +3,7 @@ Streamlit sends, with its datasets as Arrow), its single views and the rows each
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +22,7 @@ def spec_of(chart: Any) -> Spec:
 def streamlit_spec(proto: Any) -> Spec:
     """The spec of a Vega-Lite element Streamlit sent (an AppTest element's ``proto``), with
     the datasets it moved out of the spec (Arrow) put back as rows."""
-    spec: Spec = __import__("json").loads(proto.spec)
+    spec: Spec = json.loads(proto.spec)
     datasets = dict(spec.get("datasets") or {})
     for d in proto.datasets:
         datasets[d.name] = _arrow_rows(d.data.data)
