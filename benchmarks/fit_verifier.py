@@ -162,14 +162,18 @@ def vetoes(rows: list[dict[str, Any]], families: Sequence[str]) -> dict[str, flo
     a statement: the (weighted) share of real sentences among the dev statements it finds in
     conflict. A family qualifies when its conflicts fall on at most
     :data:`VETO_MAX_REAL_SHARE` of the real dev sentences (MedHallu aside)."""
-    real = [r for r in rows if r["label"] == 0 and r["group"] != "medhallu"]
+
+    def is_real(r: dict[str, Any]) -> bool:
+        return r["label"] == 0 and r["group"] != "medhallu"
+
+    n_real = sum(map(is_real, rows))
     out = {}
     for family in families:
         name = f"conflict_{family}"
         hit = [r for r in rows if r["signals"] and r["signals"].get(name)]
         real_hits = sum(r.get("weight", 1.0) for r in hit if r["label"] == 0)
         all_hits = sum(r.get("weight", 1.0) for r in hit)
-        if hit and sum(r in hit for r in real) <= VETO_MAX_REAL_SHARE * len(real):
+        if hit and sum(map(is_real, hit)) <= VETO_MAX_REAL_SHARE * n_real:
             out[family] = round(real_hits / all_hits, 4)
     return out
 
