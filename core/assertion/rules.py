@@ -65,12 +65,25 @@ def _phrases(raw: Iterable[str]) -> dict[str, tuple[tuple[str, ...], ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+def _marker(raw: Iterable[str]) -> re.Pattern[str]:
+    """One pattern for words and phrases (a phrase's words apart by any space); a
+    contraction's ending ("n't", of "don't") is found at the end of a word."""
+    parts = [
+        ("" if "'" in phrase else r"\b")
+        + r"\s+".join(re.escape(w) for w in phrase.split())
+        + r"\b"
+        for phrase in raw
+    ]
+    return re.compile("|".join(parts), re.I)
+
+
 @dataclass(frozen=True, slots=True)
 class Rules:
     """The rules of ``assertion.json``, one field per word class (see the JSON's ``_about``
     of each category)."""
 
     neg_cues: frozenset[str]
+    negation_marker: re.Pattern[str]
     neg_after: Mapping[str, tuple[tuple[str, ...], ...]]
     pseudo: frozenset[tuple[str, str]]
     affirmers: frozenset[str]
@@ -126,6 +139,7 @@ def load_rules() -> Rules:
     affirmers = _words(neg["affirmers"])
     return Rules(
         neg_cues=_words(neg["cues"]),
+        negation_marker=_marker(neg["marked_by"]),
         neg_after=_phrases(neg["after"]),
         pseudo=_pairs(p.split() for p in neg["pseudo"]),
         affirmers=affirmers,

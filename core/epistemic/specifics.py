@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Literal
 
 from core.assertion import denies, reply_answer
+from core.assertion.rules import load_rules
 from core.grounding.facts import Quantity, digits
 from core.grounding.facts import quantities as read_quantities
 
@@ -35,13 +36,10 @@ _STOPWORDS = frozenset(
     time times
     said says say mentioned mentions explained""".split()
 )
-# The cue words content_tokens leaves out: negation is read by the assertion engine
-# (``core.assertion.denies``), not matched here.
-_NEGATION = re.compile(
-    r"\b(?:no|not|non|never|none|denies|denied|deny|without|negative\s+for|absent|ruled\s+out|"
-    r"free\s+of|nor|neither|unremarkable)\b|n't\b",
-    re.I,
-)
+# The words that show a sentence negates something (the assertion rules' ``marked_by``):
+# never content, and a reason for a closer look. What is negated is read by the assertion
+# engine (``core.assertion.denies``), not here.
+_NEGATION = load_rules().negation_marker
 _CLAUSE_SPLIT = re.compile(r"[;,]|\bbut\b|\bhowever\b|\balthough\b|\bwhereas\b|\bthough\b", re.I)
 _LATERALITY = re.compile(r"\b(left|right|bilateral(?:ly)?|both\s+sides)\b", re.I)
 _DATE = re.compile(
