@@ -69,9 +69,7 @@ def _marker(raw: Iterable[str]) -> re.Pattern[str]:
     """One pattern for words and phrases (a phrase's words apart by any space); a
     contraction's ending ("n't", of "don't") is found at the end of a word."""
     parts = [
-        ("" if "'" in phrase else r"\b")
-        + r"\s+".join(re.escape(w) for w in phrase.split())
-        + r"\b"
+        ("" if "'" in phrase else r"\b") + r"\s+".join(re.escape(w) for w in phrase.split()) + r"\b"
         for phrase in raw
     ]
     return re.compile("|".join(parts), re.I)

@@ -6,7 +6,7 @@ Aggregates run in SQL.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
 
@@ -87,10 +87,10 @@ def _avg(s: str, n: str, t: Any = QualityDaily) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class TrendPoint:
-    """Scores of one period (averages over conversations; None when nothing was scored)."""
+class Kpis:
+    """Headline numbers over a filter: answers, flagged answers and the average scores
+    (over conversations; None when nothing was scored)."""
 
-    period: date
     conversations: int
     flagged: int
     grounding: float | None
@@ -102,6 +102,13 @@ class TrendPoint:
     @property
     def flagged_share(self) -> float:
         return self.flagged / self.conversations if self.conversations else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TrendPoint(Kpis):
+    """The headline numbers of one period (a day, or the Monday of an ISO week)."""
+
+    period: date = field(kw_only=True)
 
 
 def _to_date(value: Any) -> date:
@@ -150,30 +157,13 @@ def quality_trend(
 ) -> list[TrendPoint]:
     """Average scores, volume and flagged count per day or ISO week, aggregated in SQL."""
     return [
-        TrendPoint(_to_date(r[0]), int(r[1]), int(r[2]), *(_f(v) for v in r[3:]))
+        TrendPoint(int(r[1]), int(r[2]), *(_f(v) for v in r[3:]), period=_to_date(r[0]))
         for r in _trend_rows(session, filters, granularity, by_model=False)
     ]
 
 
 def _f(value: Any) -> float | None:
     return None if value is None else float(value)
-
-
-@dataclass(frozen=True, slots=True)
-class Kpis:
-    """Headline numbers over a filter."""
-
-    conversations: int
-    flagged: int
-    grounding: float | None
-    consistency: float | None
-    confidence: float | None
-    risk: float | None
-    quality: float | None
-
-    @property
-    def flagged_share(self) -> float:
-        return self.flagged / self.conversations if self.conversations else 0.0
 
 
 def kpis(*, session: Session, filters: Filters = Filters()) -> Kpis:

@@ -281,7 +281,7 @@ def test_the_public_models_read_rows_as_the_api_shows_them() -> None:
 
 
 def test_a_trend_point_shows_answers_and_a_rounded_share() -> None:
-    point = TrendPoint(date(2026, 1, 5), 3, 1, 0.5, None, None, 0.123456, 0.9)
+    point = TrendPoint(3, 1, 0.5, None, None, 0.123456, 0.9, period=date(2026, 1, 5))
     shown = TrendPointPublic.model_validate(point).model_dump(mode="json")
     assert set(shown) == TREND_POINT
     assert shown["period"] == "2026-01-05"
