@@ -35,6 +35,9 @@ LEXICON_PATH = Path(__file__).parent / "data" / "lexicon.json"
 
 # First words of a multi-word generic that are not the drug's name ("regular insulin").
 _NOT_DRUG_WORDS = frozenset({"regular"})
+# The shortest first word of a brand of several words that names the drug alone ("toprol" of
+# "toprol xl", "humulin" of "humulin n").
+_MIN_BRAND_WORD = 5
 _WORD_RE = re.compile(r"[a-z]+")
 # A condition's abbreviation this short is too often something else to be read alone
 # ("MI", "RA", "PE"); it stays a synonym of its condition.
@@ -86,8 +89,13 @@ class Lexicon:
             for name in (generic, *others):
                 for part in name.split("/"):
                     first = part.split(" ")[0]
-                    if _WORD_RE.fullmatch(first) and first not in _NOT_DRUG_WORDS:
-                        words.add(first)
+                    if not _WORD_RE.fullmatch(first) or first in _NOT_DRUG_WORDS:
+                        continue
+                    # a short first word of another name is an everyday word or a title
+                    # ("plan" of "plan b", "ms" of "ms contin", "pen" of "pen vk")
+                    if name != generic and first != part and len(first) < _MIN_BRAND_WORD:
+                        continue
+                    words.add(first)
         return frozenset(words)
 
     def diagnosis_names(self) -> tuple[str, ...]:
@@ -104,12 +112,17 @@ class Lexicon:
 
     def diagnosis_synonyms(self) -> dict[str, tuple[str, ...]]:
         """For each diagnosis name, the other words that say the same condition is
-        discussed: its entry's other names and what a visit says for it."""
+        discussed: its entry's other names and what a visit says for it, and the same of
+        the group it belongs to."""
         out: dict[str, tuple[str, ...]] = {}
         for c in self.conditions.values():
             if c.symptom:
                 continue
-            group = (*c.names, *c.said_as)
+            # a visit that talks of the group talks of its kind ("diabetes", "sugars" for
+            # type 2 diabetes): the kind is not contradicted, only not spelled out
+            parent = self.conditions.get(c.group) if c.group else None
+            related = (*parent.names, *parent.said_as) if parent else ()
+            group = (*c.names, *c.said_as, *related)
             for name in c.names:
                 out[name] = tuple(dict.fromkeys(n for n in group if n != name))
         return out

@@ -67,3 +67,20 @@ def test_a_hyphenated_name_is_read_whole() -> None:
     found = condition_mentions("Non-small cell lung cancer.")
     assert "non small cell lung cancer" in found
     assert "small cell lung cancer" not in found
+
+
+def test_everyday_words_and_titles_are_no_drug_names() -> None:
+    # the first words of "plan b", "ms contin" and "pen vk"; the drug words of a salt or of a
+    # long brand still count alone
+    assert drug_mentions("Ms. Lee agrees with the treatment plan and signs with a pen.") == []
+    assert drug_mentions("Isosorbide and Toprol were refilled.") == ["isosorbide", "toprol"]
+
+
+def test_a_visit_that_talks_of_diabetes_talks_of_its_type() -> None:
+    from core.grounding.facts import compare_facts
+
+    said = ["So as far as your diabetes, your sugars have been okay."]
+    check = compare_facts("History of type 2 diabetes.", said, said, families=("names",))
+    assert check.status == "agree"
+    other = compare_facts("History of gout.", said, said, families=("names",))
+    assert other.status != "agree"
