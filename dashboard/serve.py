@@ -2,7 +2,7 @@
 
 Streamlit runs every page script in the server's own process, so a module imported before
 the server starts is imported once, not in the first visitor's page run. ``groundwatch serve``
-starts this module instead of ``streamlit run``: pandas, Altair, SQLAlchemy, Alembic and the
+starts this module instead of ``streamlit run``: pandas, SQLAlchemy, Alembic and the
 dashboard's own modules are loaded while the server starts, so the first page a visitor
 opens only queries and draws (time to content, cold). Nothing here touches the database or
 loads a model: the engine, its migration check and the models stay per-process caches made
@@ -33,7 +33,6 @@ log = logging.getLogger("groundwatch.serve")
 PRELOAD = (
     "pandas",
     "pyarrow.pandas_compat",
-    "altair",
     "streamlit.elements.vega_charts",
     "streamlit.material_icon_names",
     "streamlit.runtime.scriptrunner.magic_funcs",
@@ -87,25 +86,9 @@ def preload(modules: tuple[str, ...] = PRELOAD) -> float:
     delta_generator = sys.modules.get("streamlit.delta_generator")
     if delta_generator is not None and hasattr(delta_generator, "_use_warning_has_been_displayed"):
         setattr(delta_generator, "_use_warning_has_been_displayed", True)  # noqa: B010
-    _warm_charts()
     gc.collect()
     gc.freeze()  # what is loaded now lives as long as the process: no collection walks it
     return time.perf_counter() - started
-
-
-def _warm_charts() -> None:
-    """Build and validate one chart of each kind the overview draws: Altair loads the Vega-Lite
-    JSON schema and its validator on the first chart turned into a spec."""
-    try:
-        from datetime import date
-
-        from dashboard import figures
-
-        row = {"period": date(2026, 1, 1), "model": "m", "conversations": 1, "flagged_share": 0.0}
-        figures.model_trends_figure([row], thresholds={"risk": 0.5}).to_dict()
-        figures.model_volume_figure([row]).to_dict()
-    except Exception as exc:  # pragma: no cover - the page that draws it reports the error
-        log.warning("could not build a chart ahead: %s", type(exc).__name__)
 
 
 def main(argv: list[str] | None = None) -> None:

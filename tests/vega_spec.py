@@ -1,5 +1,6 @@
-"""Reading the Vega-Lite charts of dashboard.figures in tests: the spec Altair makes (or the one
-Streamlit sends, with its datasets as Arrow), its single views and the rows each one draws."""
+"""Reading the Vega-Lite charts of dashboard.figures in tests: the spec a builder writes (checked
+against the Vega-Lite schema) or the one Streamlit sends (with its datasets as Arrow), its
+single views and the rows each one draws."""
 
 from __future__ import annotations
 
@@ -7,16 +8,28 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import altair as alt
 import pyarrow as pa
+from altair.utils.schemapi import validate_jsonschema
+from altair.vegalite.v6.schema import SCHEMA_URL, load_schema
 
 Spec = dict[str, Any]
 
 
-def spec_of(chart: Any) -> Spec:
-    """The chart's Vega-Lite spec, as Altair validates and writes it, datasets inline."""
-    with alt.data_transformers.enable("default"):
-        return dict(chart.to_dict())
+def spec_of(chart: Spec) -> Spec:
+    """A builder's Vega-Lite spec, once it is proved valid against the Vega-Lite schema of
+    the version it names (raises ``jsonschema.ValidationError`` otherwise)."""
+    assert chart["$schema"] == SCHEMA_URL, "the specs name the Vega-Lite version Altair ships"
+    validate_jsonschema(json.loads(json.dumps(chart)), _schema())
+    return chart
+
+
+_SCHEMA: list[Spec] = []
+
+
+def _schema() -> Spec:
+    if not _SCHEMA:
+        _SCHEMA.append(load_schema())
+    return _SCHEMA[0]
 
 
 def streamlit_spec(proto: Any) -> Spec:

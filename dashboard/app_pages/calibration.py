@@ -62,13 +62,13 @@ else:
         st.markdown("\n".join(f"- {help_[k]}" for k in ("ece", "brier", "aurc")))
     curve = reliability_curve(y, p, n_bins=n_bins)
     left, right = st.columns(2)
-    left.altair_chart(
+    left.vega_lite_chart(
         figures.reliability_figure(
             curve.mean_predicted, curve.fraction_positive, curve.counts, label="statement risk"
         ),
         key="calibration_reliability",
     )
-    right.altair_chart(
+    right.vega_lite_chart(
         figures.score_by_verdict_figure(rows, score="risk"), key="calibration_distribution"
     )
     left.caption(help_["reliability"])
@@ -133,7 +133,7 @@ st.caption(
     f"{in_force_text} Moving the slider is a what-if; an admin can apply the chosen threshold "
     "below, and it flags answers and fills the review queue from then on."
 )
-st.altair_chart(
+st.vega_lite_chart(
     figures.threshold_figure(grid, flag_rate, false_alarm, current=current),
     key="calibration_thresholds",
 )

@@ -163,7 +163,7 @@ def _selected(event: Any, chart: str) -> None:
 chart_rows = exports.chart_rows(
     points, min_answers=figures.MIN_POINT_ANSWERS, all_models=figures.ALL_MODELS
 )
-scores_event = st.altair_chart(
+scores_event = st.vega_lite_chart(
     figures.model_trends_figure(points, thresholds=data.thresholds()),
     key="overview_scores",
     # stacked charts are drawn at their content's width unless told to fill the column
@@ -172,7 +172,7 @@ scores_event = st.altair_chart(
 )
 _selected(scores_event, "scores")
 csv_button("Scores (CSV)", "overview_scores", chart_rows, exports.TREND_FIELDS)
-volume_event = st.altair_chart(
+volume_event = st.vega_lite_chart(
     figures.model_volume_figure(points),
     key="overview_volume",
     on_select="rerun" if points else "ignore",  # an empty chart has no point to select

@@ -35,10 +35,10 @@ c[3].metric("Entities", len({(m["kind"], m["name"]) for m in info["mentions"]}))
 scores_chart = figures.patient_answers_figure(answers, thresholds=data.thresholds())
 picked = None
 if answers:  # a click on a point selects its answer (an empty chart has no point to select)
-    event = st.altair_chart(scores_chart, key="patients_scores", on_select="rerun")
+    event = st.vega_lite_chart(scores_chart, key="patients_scores", on_select="rerun")
     picked = figures.selected_point(event.selection, fields=figures.ANSWER_FIELDS)
 else:
-    st.altair_chart(scores_chart, key="patients_scores")
+    st.vega_lite_chart(scores_chart, key="patients_scores")
 left, right = st.columns([1, 3])
 with left:
     csv_button(
@@ -52,7 +52,7 @@ if picked and picked[1]:  # (record id, conversation id)
         if st.button(f"Open the report of answer {md_text(picked[0])}", key="patients_open_point"):
             st.session_state["report_conversation"] = picked[1]
             st.switch_page("app_pages/report.py", query_params={"id": picked[1]})
-st.altair_chart(figures.entity_timeline_figure(info["mentions"]), key="patients_entities")
+st.vega_lite_chart(figures.entity_timeline_figure(info["mentions"]), key="patients_entities")
 
 st.subheader("Contradictions")
 if not contradictions:

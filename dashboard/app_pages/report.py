@@ -257,7 +257,7 @@ with left:
             + (f": {sc['status']} ({sc['reason']})" if sc else " (no samples).")
         )
     else:
-        st.altair_chart(figures.selfcheck_figure(sc["sentences"]), key="report_selfcheck")
+        st.vega_lite_chart(figures.selfcheck_figure(sc["sentences"]), key="report_selfcheck")
         st.caption(
             f"{md_text(sc['method'])} over {sc['samples']} samples · passage score "
             f"{sc['passage_score'] if sc['passage_score'] is not None else '–'}",
@@ -269,7 +269,7 @@ with right:
         st.markdown("**Confidence breakdown**")
         st.caption("No confidence breakdown stored.")
     else:
-        st.altair_chart(
+        st.vega_lite_chart(
             figures.confidence_figure(
                 {
                     k: conf[k]

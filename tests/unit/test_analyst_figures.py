@@ -271,3 +271,46 @@ def test_a_patients_answers_chart_fits_its_axis_and_points_at_reports() -> None:
     crosses, marked = next((u, r) for u, r in views if u["mark"].get("shape") == figures._CROSS)
     assert [r["note"] for r in marked] == ["1 contradiction(s)", "2 contradiction(s)"]
     assert crosses["mark"]["color"] == figures.COLORS["confirmed"]
+
+
+def _every_figure() -> list[tuple[str, dict[str, object]]]:
+    from datetime import datetime
+
+    at = datetime(2026, 3, 1, 9, 30)
+    answers = [
+        {"timestamp": at, "grounding": 0.9, "consistency": 0.8, "risk": 0.2, "external_id": "r1"}
+        | {"id": "c1", "model": "m", "contradictions": 1}
+    ]
+    mentions = [
+        {"at": at, "kind": "medication", "name": "warfarin", "assertion": "present"}
+        | {"action": "stopped", "dose": "5 mg", "contradicted": True}
+    ]
+    verdicts = [{"verdict": "confirmed", "risk": 0.8}, {"verdict": "false_alarm", "risk": 0.4}]
+    return [
+        ("trends", figures.model_trends_figure(_rows(), thresholds=THRESHOLDS)),
+        ("trends, empty", figures.model_trends_figure([], thresholds=THRESHOLDS)),
+        ("volume", figures.model_volume_figure(_rows())),
+        ("patient", figures.patient_answers_figure(answers, thresholds=THRESHOLDS)),
+        ("entities", figures.entity_timeline_figure(mentions)),
+        ("reliability", figures.reliability_figure([0.2, 0.7], [0.1, 0.8], [4, 5])),
+        ("reliability, empty", figures.reliability_figure([], [], [])),
+        ("by verdict", figures.score_by_verdict_figure(verdicts)),
+        ("thresholds", figures.threshold_figure([0.3, 0.5], [0.4, 0.2], [0.3, 0.1], current=0.5)),
+        ("selfcheck", figures.selfcheck_figure([{"index": 0, "score": 0.7}], threshold=0.5)),
+        ("confidence", figures.confidence_figure({"retrieval": 0.8, "aggregate": None})),
+    ]
+
+
+@pytest.mark.parametrize(("name", "spec"), _every_figure(), ids=[n for n, _ in _every_figure()])
+def test_every_figure_is_a_valid_vega_lite_spec(name: str, spec: dict[str, object]) -> None:
+    vs.spec_of(spec)  # raises on anything the Vega-Lite schema does not allow
+    assert any(rows for _, rows in vs.units(spec)), f"{name} draws no data"
+
+
+def test_a_spec_the_schema_does_not_allow_is_caught() -> None:
+    import jsonschema
+
+    spec = figures.confidence_figure({"retrieval": 0.8})
+    spec["mark"] = {"type": "lyne"}
+    with pytest.raises(jsonschema.ValidationError):
+        vs.spec_of(spec)
