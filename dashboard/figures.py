@@ -583,13 +583,13 @@ def _point_row(label: str, row: Row, min_answers: int) -> dict[str, Any]:
 
 def _points(value: str, title: str, fmt: str, color: Spec, tooltip_head: list[Spec]) -> Spec:
     """The selectable points of a line: filled in the model's colour, or hollow, grey and
-    larger where they stand on few answers."""
+    larger where they stand on few answers (fill and stroke, which Vega-Lite would otherwise
+    take from a colour channel it then drops with a warning)."""
     return {
         "mark": {"type": "point", "filled": False, "opacity": 1, "strokeWidth": 2},
         "encoding": {
             "x": _f("day:T"),
             "y": _f(f"{value}:Q"),
-            "color": color,
             "fill": _when("datum.few", "#ffffff", color),
             "stroke": _when("datum.few", _FEW_COLOR, color),
             "size": _when("datum.few", 70, {"value": 36}),

@@ -151,7 +151,7 @@ def test_model_names_are_data_not_markup_in_legend_and_hover() -> None:
     rows = _rows(("<b>evil</b>",))
     spec = vs.spec_of(figures.model_trends_figure(rows, thresholds=THRESHOLDS))
     points, data = _points_of(spec, "grounding")
-    assert points["encoding"]["color"]["scale"]["domain"] == ["<b>evil</b>"]
+    assert points["encoding"]["fill"]["scale"]["domain"] == ["<b>evil</b>"]
     assert {r["model"] for r in data} == {"<b>evil</b>"}
     assert not any("<br>" in str(v) for r in data for v in r.values())
     # the drill-down still gets the model as stored
