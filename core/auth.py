@@ -128,6 +128,34 @@ class UserEntry:
 
 LOCAL_ADMIN = User(username="local-admin", role="admin", source="local")
 
+#: Who an audit event names when nobody is signed in.
+ANONYMOUS = "anonymous"
+#: The longest reviewer name kept (a name typed where no login says who is acting).
+MAX_REVIEWER_CHARS = 80
+
+
+def clean_reviewer(value: object) -> str:
+    """A typed reviewer name as stored: whitespace collapsed, at most MAX_REVIEWER_CHARS."""
+    return " ".join(str(value or "").split())[:MAX_REVIEWER_CHARS]
+
+
+def actor_for(user: User | None, reviewer: str = "") -> str:
+    """The name audit events of ``user`` are stored under.
+
+    - a logged-in user (password or OIDC): the user name, e.g. ``rita`` (``reviewer`` is
+      ignored: the login says who it is);
+    - the local user when no login is configured: its name, followed by the reviewer name
+      typed in the dashboard in parentheses when one is given, e.g. ``local-admin (Dr.
+      Rivera)`` (the typed name is not checked, so it is kept apart from the identity);
+    - nobody signed in: ``anonymous`` (pages refuse such a session before they audit).
+    """
+    if user is None:
+        return ANONYMOUS
+    if user.source != "local":
+        return user.label
+    typed = clean_reviewer(reviewer)
+    return f"{user.label} ({typed})" if typed else user.label
+
 
 def can(user: User | None, action: Action) -> bool:
     """Whether ``user`` may perform ``action`` (an anonymous user may do nothing)."""
@@ -435,7 +463,9 @@ def deidentify(text: str) -> str:
 
 __all__ = [
     "ACTIONS",
+    "ANONYMOUS",
     "LOCAL_ADMIN",
+    "MAX_REVIEWER_CHARS",
     "PERMISSIONS",
     "ROLES",
     "Action",
@@ -445,9 +475,11 @@ __all__ = [
     "User",
     "UserEntry",
     "UserStore",
+    "actor_for",
     "can",
     "check_password",
     "check_password_policy",
+    "clean_reviewer",
     "deidentify",
     "hash_password",
     "parse_users",

@@ -26,7 +26,17 @@ from typing import Any, Literal
 
 import streamlit as st
 
-from core.auth import LOCAL_ADMIN, Action, AuthConfigError, User, UserStore
+from core.auth import (
+    ANONYMOUS,
+    LOCAL_ADMIN,
+    MAX_REVIEWER_CHARS,
+    Action,
+    AuthConfigError,
+    User,
+    UserStore,
+    actor_for,
+    clean_reviewer,
+)
 from core.auth import can as _can
 from core.text import short_hash
 
@@ -37,8 +47,6 @@ AuthMode = Literal["none", "password", "oidc"]
 SESSION_KEY = "auth_user"
 # the sidebar's "Reviewer name" field (shown only when no login is configured)
 REVIEWER_KEY = "sidebar_reviewer"
-MAX_REVIEWER_CHARS = 80
-ANONYMOUS = "anonymous"
 NO_LOGIN_BANNER = "No login configured: listening on localhost only"
 
 # What a user must be allowed to do to open each page (by url path).
@@ -303,29 +311,6 @@ def guard(page: str) -> User:
         st.error(f"Your role ({user.role}) does not give access to this page.")
         st.stop()
     return user
-
-
-def clean_reviewer(value: object) -> str:
-    """A typed reviewer name as stored: whitespace collapsed, at most MAX_REVIEWER_CHARS."""
-    return " ".join(str(value or "").split())[:MAX_REVIEWER_CHARS]
-
-
-def actor_for(user: User | None, reviewer: str = "") -> str:
-    """The name audit events of ``user`` are stored under.
-
-    - a logged-in user (password or OIDC): the user name, e.g. ``rita`` (``reviewer`` is
-      ignored: the login says who it is);
-    - the local user when no login is configured: its name, followed by the reviewer name
-      typed in the sidebar in parentheses when one is given, e.g. ``local-admin (Dr. Rivera)``
-      (the typed name is not checked, so it is kept apart from the identity);
-    - nobody signed in: ``anonymous`` (pages refuse such a session before they audit).
-    """
-    if user is None:
-        return ANONYMOUS
-    if user.source != "local":
-        return user.label
-    typed = clean_reviewer(reviewer)
-    return f"{user.label} ({typed})" if typed else user.label
 
 
 def actor() -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.auth import Action, User, can
+from core.auth import ANONYMOUS, Action, User, actor_for, can
 from core.config import ENV_PREFIX, Settings, load_settings
 from core.records import EARLIEST, LATEST
 from core.storage import logins, repo
@@ -28,7 +28,6 @@ from core.storage.db import get_engine, read_session, upgrade_to_head, write_ses
 from core.storage.models import Conversation
 from core.storage.public import ContradictionPublic, ReviewPublic, StatementBase
 from core.text import short_hash
-from dashboard import auth
 
 log = logging.getLogger(__name__)
 
@@ -388,7 +387,7 @@ def save_verdict(
 ) -> int:
     """Store a verdict (with who and when) and an audit event; clear affected caches.
 
-    The verdict carries ``reviewer``; the audit event carries ``auth.actor_for(user,
+    The verdict carries ``reviewer``; the audit event carries ``core.auth.actor_for(user,
     reviewer)``: the logged-in user, or ``local-admin (reviewer)`` without a login.
 
     Raises:
@@ -408,7 +407,7 @@ def save_verdict(
         )
         repo.record_audit(
             session=s,
-            actor=auth.actor_for(user, reviewer),
+            actor=actor_for(user, reviewer),
             action="review",
             target_type="statement_check",
             target_id=str(statement_check_id),
@@ -433,7 +432,7 @@ def undo_verdict(*, user: User | None, review_id: int, reviewer: str) -> None:
         review = repo.delete_review(session=s, review_id=review_id, reviewer=reviewer)
         repo.record_audit(
             session=s,
-            actor=auth.actor_for(user, reviewer),
+            actor=actor_for(user, reviewer),
             action="undo_review",
             target_type="statement_check",
             target_id=str(review.statement_check_id),
@@ -488,15 +487,13 @@ def audit_events(action: str | None, limit: int) -> list[dict[str, Any]]:
         ]
 
 
-def audit(*, action: str, target_type: str, target_id: str, actor: str | None = None) -> None:
-    """Append an audit event (ids only, never patient text).
-
-    ``actor`` defaults to the session's :func:`auth.actor` (the logged-in user, or the local
-    user with the typed reviewer name), read now: pass it only from code that runs after the
-    script (a download's data callable, which takes the value read during the run) or for a
-    login event, which names the account tried.
+def audit(*, action: str, target_type: str, target_id: str, actor: str) -> None:
+    """Append an audit event (ids only, never patient text) naming ``actor``: the session's
+    :func:`dashboard.auth.actor` read during the script run (the logged-in user, or the
+    local user with the typed reviewer name), or for a login event the account tried. The
+    data layer reads no session: who acts is always said by the caller.
     """
-    who = (auth.actor() if actor is None else actor).strip() or auth.ANONYMOUS
+    who = actor.strip() or ANONYMOUS
     with write_session(engine()) as s:
         repo.record_audit(
             session=s,
@@ -825,19 +822,22 @@ def review_threshold() -> tuple[float | None, list[dict[str, Any]]]:
     return value, [asdict(h) for h in history]
 
 
-def apply_review_threshold(value: float | None, reason: str) -> None:
+def apply_review_threshold(
+    value: float | None, reason: str, *, user: User | None, actor: str
+) -> None:
     """Put a review threshold in force (None: back to the default), recorded with the
     user's name and reason and audited; from then on a statement below it flags neither its
     answer nor the review queue.
+
+    ``actor`` is the name the change and its audit event carry (:func:`dashboard.auth.actor`).
 
     Raises:
         PermissionError: the user may not apply thresholds.
         ValueError: the value is out of range (the message says the range).
     """
-    user = auth.current_user()
     if not can(user, "apply_threshold"):
         raise PermissionError("only an admin applies a review threshold")
-    who = auth.actor()
+    who = actor
     with write_session(engine()) as s:
         change = thresholds_store.apply_review_threshold(
             session=s, value=value, actor=who, reason=reason
@@ -898,11 +898,11 @@ def save_upload(
     transcript: str,
     evidence: dict[str, list[str]] | None,
     user: User | None,
-    actor: str | None = None,
+    actor: str,
 ) -> dict[str, Any]:
     """Run the uploaded answer through the pipeline and store it as a conversation.
 
-    The audit event names ``actor``, by default the session's :func:`auth.actor`. The stored
+    The audit event names ``actor`` (the session's :func:`dashboard.auth.actor`). The stored
     answer is dated now (UTC); all caches are cleared, so the sidebar's bounds and the review
     queue include it on the next run.
 
@@ -917,7 +917,7 @@ def save_upload(
     from core.records import parse_record
 
     require(user, "store_record")
-    who = auth.actor() if actor is None else actor  # read before anything is stored
+    who = actor
     s = settings()
     record = parse_record(
         {
@@ -1164,8 +1164,8 @@ def alert_deliveries(alert_id: int) -> list[dict[str, Any]]:
         ]
 
 
-def change_alert(*, user: User | None, alert_id: int, state: str) -> None:
-    """Acknowledge or resolve an alert, with who and when, audited.
+def change_alert(*, user: User | None, actor: str, alert_id: int, state: str) -> None:
+    """Acknowledge or resolve an alert, with who (``actor``) and when, audited.
 
     Raises:
         PermissionError: the user may not act on flagged answers (reviewers and admins may).
@@ -1181,7 +1181,7 @@ def change_alert(*, user: User | None, alert_id: int, state: str) -> None:
             session=s,
             firing_id=alert_id,
             state=state,  # type: ignore[arg-type]
-            actor=auth.actor(),
+            actor=actor,
         )
     for fn in (_alerts, _alert_counts):
         fn.clear()
@@ -1205,8 +1205,8 @@ def queue_status() -> dict[str, Any] | None:
     return {"depth": depth, "dead": [j.to_dict() for j in dead]}
 
 
-def retry_job(*, user: User | None, job_id: int) -> None:
-    """Give a dead-letter job one more try (admins only), audited.
+def retry_job(*, user: User | None, actor: str, job_id: int) -> None:
+    """Give a dead-letter job one more try (admins only), audited as ``actor``.
 
     Raises:
         PermissionError: the user is not an admin.
@@ -1219,7 +1219,7 @@ def retry_job(*, user: User | None, job_id: int) -> None:
         retry(engine=engine(), ingest_id=job_id)
     except (LookupError, JobNotRetryable) as exc:
         raise ValueError(str(exc)) from None
-    audit(action="job_retry", target_type="ingest_job", target_id=str(job_id))
+    audit(action="job_retry", target_type="ingest_job", target_id=str(job_id), actor=actor)
     log.info("job %d queued again from the admin page", job_id)
 
 

@@ -96,7 +96,7 @@ else:
         pick = st.selectbox("Dead-letter job", [j["id"] for j in dead], key="admin_dead_pick")
         if st.button("Retry this job", key="admin_dead_retry"):
             try:
-                data.retry_job(user=user, job_id=int(pick))
+                data.retry_job(user=user, actor=auth.actor(), job_id=int(pick))
             except (PermissionError, ValueError) as exc:
                 st.error(str(exc))
             else:

@@ -53,7 +53,7 @@ if notice:
 
 def _change(alert_id: int, state: str) -> None:
     try:
-        data.change_alert(user=user, alert_id=alert_id, state=state)
+        data.change_alert(user=user, actor=auth.actor(), alert_id=alert_id, state=state)
     except (PermissionError, ValueError) as exc:
         st.error(f"Not changed: {exc}")
         return

@@ -172,13 +172,13 @@ else:
         type="primary",
         disabled=too_low or not reason.strip() or abs(current - in_force) < 1e-9,
     ):
-        data.apply_review_threshold(current, reason)
+        data.apply_review_threshold(current, reason, user=auth.current_user(), actor=auth.actor())
         st.toast(f"Review threshold {current:.2f} applied.")
         st.rerun()
     if applied is not None and a2.button(
         "Back to the default", key="calibration_default", disabled=not reason.strip()
     ):
-        data.apply_review_threshold(None, reason)
+        data.apply_review_threshold(None, reason, user=auth.current_user(), actor=auth.actor())
         st.toast("Back to the default: every statement that is not grounded is flagged.")
         st.rerun()
 if history:

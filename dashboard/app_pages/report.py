@@ -114,7 +114,7 @@ url_state.write({"id": conv["id"]})  # the address opens this answer
 
 seen = st.session_state.setdefault("report_audited", set())
 if conv["id"] not in seen:
-    data.audit(action="view", target_type="conversation", target_id=conv["id"])
+    data.audit(action="view", target_type="conversation", target_id=conv["id"], actor=auth.actor())
     seen.add(conv["id"])
 
 st.subheader(f"Answer {md_text(conv['external_id'])}")

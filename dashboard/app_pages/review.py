@@ -224,6 +224,7 @@ if item["statement_check_id"] not in audited:
         action="view",
         target_type="statement_check",
         target_id=str(item["statement_check_id"]),
+        actor=auth.actor(),
     )
     audited.add(item["statement_check_id"])
 nav1, nav2, nav3 = st.columns([1, 1, 4])

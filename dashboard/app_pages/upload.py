@@ -223,6 +223,7 @@ elif answer is not None and grounding is not None:
                         transcript=transcript,
                         evidence=evidence,
                         user=user,
+                        actor=auth.actor(),
                     )
                 except (PermissionError, ValueError) as exc:
                     st.error(f"Not saved: {exc}")

@@ -199,11 +199,12 @@ def test_the_session_actor_cannot_be_read_after_the_script(
     fresh_db: Seeded, use_db: object
 ) -> None:
     """A callback that runs after the script must take the actor read during the run: asking
-    for it later fails loudly instead of storing a wrong name."""
+    for it later fails loudly instead of storing a wrong name, and the data layer never
+    guesses one (it reads no session: an audit event without its actor is refused)."""
     use_db(fresh_db)  # type: ignore[operator]
     with pytest.raises(RuntimeError, match="during the script run"):
         auth.actor()
     before = len(events(fresh_db.url))
-    with pytest.raises(RuntimeError):
-        data.audit(action="export", target_type="verdicts", target_id="csv")
+    with pytest.raises(TypeError, match="actor"):
+        data.audit(action="export", target_type="verdicts", target_id="csv")  # type: ignore[call-arg]
     assert len(events(fresh_db.url)) == before

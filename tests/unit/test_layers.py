@@ -28,6 +28,14 @@ def test_every_core_module_but_the_command_line_is_kept_from_the_front_doors() -
     )
 
 
+def test_every_core_module_but_the_api_and_the_command_line_is_kept_from_the_api() -> None:
+    (contract,) = [c for name, c in contracts().items() if name.startswith("no core module")]
+    listed = set(contract["source_modules"])  # type: ignore[arg-type]
+    modules = {f"core.{m.name}" for m in pkgutil.iter_modules(core.__path__)}
+    assert modules - listed == {"core.api", "core.cli"}, "list the new module in pyproject.toml"
+    assert {"core.api", "fastapi"} <= set(contract["forbidden_modules"])  # type: ignore[arg-type]
+
+
 def test_detectors_are_kept_from_storage_and_the_pipeline() -> None:
     (contract,) = [c for name, c in contracts().items() if name.startswith("detectors")]
     assert {"core.storage", "core.pipeline"} <= set(contract["forbidden_modules"])  # type: ignore[arg-type]
