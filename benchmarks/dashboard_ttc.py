@@ -55,7 +55,7 @@ CHROMIUM_ARGS = [
 TARGET_S = 1.5
 TIMEOUT_MS = 120_000
 
-#: A Vega-Lite chart (st.altair_chart) and whether Vega has drawn its marks: a line, bar or
+#: A Vega-Lite chart (st.vega_lite_chart) and whether Vega has drawn its marks: a line, bar or
 #: point with its path in the chart's SVG.
 _CHART = "'[data-testid=\"stVegaLiteChart\"]'"
 _DRAWN = (
