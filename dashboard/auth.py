@@ -315,7 +315,8 @@ def guard(page: str) -> User:
 
 def actor() -> str:
     """Who is acting in this session, as :func:`actor_for` names them: the identity every
-    audit event of the dashboard carries (``data.audit`` uses it unless told otherwise).
+    audit event of the dashboard carries (pages read it and hand it to ``dashboard.data``,
+    which reads no session).
 
     It reads the session, so it must be called during the script run; code that runs later
     (a download button's data callable) takes the value read during the run.
