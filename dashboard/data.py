@@ -837,14 +837,13 @@ def apply_review_threshold(
     """
     if not can(user, "apply_threshold"):
         raise PermissionError("only an admin applies a review threshold")
-    who = actor
     with write_session(engine()) as s:
         change = thresholds_store.apply_review_threshold(
-            session=s, value=value, actor=who, reason=reason
+            session=s, value=value, actor=actor, reason=reason
         )
         repo.record_audit(
             session=s,
-            actor=who,
+            actor=actor,
             action="apply_threshold",
             target_type="setting",
             target_id=thresholds_store.REVIEW_THRESHOLD,
@@ -917,7 +916,6 @@ def save_upload(
     from core.records import parse_record
 
     require(user, "store_record")
-    who = actor
     s = settings()
     record = parse_record(
         {
@@ -941,7 +939,7 @@ def save_upload(
             "record: choose another id"
         ) from None
     audit(
-        actor=who,
+        actor=actor,
         action="replace" if report.store_status == "updated" else "upload",
         target_type="conversation",
         target_id=report.conversation_id,

@@ -81,13 +81,13 @@ def _data(rows: Sequence[Mapping[str, Any]]) -> Spec:
     return {"values": [dict(r) for r in rows]}
 
 
+_TYPES = {"N": "nominal", "Q": "quantitative", "T": "temporal", "O": "ordinal"}
+
+
 def _f(shorthand: str, **props: Any) -> Spec:
     """A field channel from Vega-Lite shorthand: ``"day:T"`` -> temporal field ``day``."""
     field, kind = shorthand.split(":")
     return {"field": field, "type": _TYPES[kind], **props}
-
-
-_TYPES = {"N": "nominal", "Q": "quantitative", "T": "temporal", "O": "ordinal"}
 
 
 def _when(test: str, value: Any, otherwise: Spec) -> Spec:
@@ -181,14 +181,27 @@ def _rule(value: float, color: str, *, dash: list[int] = _DASH, field: str = "y"
     }
 
 
-def _label(value: float, text: str, color: str) -> Spec:
-    """A threshold's name at the chart's left edge, just above its line."""
-    mark = {"type": "text", "align": "left", "baseline": "bottom", "dx": 40, "dy": -2}
+def _edge_text(text: str, color: str, y: Spec, *, above: bool = True) -> Spec:
+    """Small text at the chart's left edge, at ``y`` (a value of the y scale, ``{"datum":
+    ...}``, or a pixel position, ``{"value": ...}``), just above it or just under it."""
     return {
         "data": _data([{"label": text}]),
-        "mark": {**mark, "fontSize": 10, "color": color},
-        "encoding": {"x": {"value": 0}, "y": {"datum": value}, "text": _f("label:N")},
+        "mark": {
+            "type": "text",
+            "align": "left",
+            "baseline": "bottom" if above else "top",
+            "dx": 40,
+            "dy": -2 if above else 2,
+            "fontSize": 10,
+            "color": color,
+        },
+        "encoding": {"x": {"value": 0}, "y": y, "text": _f("label:N")},
     }
+
+
+def _label(value: float, text: str, color: str) -> Spec:
+    """A threshold's name at the chart's left edge, just above its line."""
+    return _edge_text(text, color, {"datum": value})
 
 
 # --------------------------------------------------------------------------- simple charts
@@ -609,24 +622,9 @@ def _threshold_layers(threshold: float, y_range: Sequence[float], color: str) ->
     if y_range[0] <= threshold <= y_range[1]:
         return [_rule(threshold, color), _label(threshold, f"threshold {threshold:.2f}", color)]
     below = threshold < y_range[0]
-    where = "below" if below else "above"
-    note = {
-        "data": _data([{"label": f"threshold {threshold:.2f} ({where} the range shown)"}]),
-        "mark": {
-            "type": "text",
-            "align": "left",
-            "baseline": "bottom" if below else "top",
-            "dx": 40,
-            "dy": -2 if below else 2,
-            "fontSize": 10,
-            "color": color,
-        },
-        "encoding": {
-            "x": {"value": 0},
-            "y": {"value": "height" if below else 0},
-            "text": _f("label:N"),
-        },
-    }
+    text = f"threshold {threshold:.2f} ({'below' if below else 'above'} the range shown)"
+    # at the bottom edge (above it) or the top edge (under it)
+    note = _edge_text(text, color, {"value": "height" if below else 0}, above=below)
     return [_rule(threshold, color), note]
 
 
@@ -681,16 +679,16 @@ def model_trends_figure(
     ]
     color = _model_color(labels)
     head = [_f("model:N"), _f("day:N")]
+    x = _utc_x("day")
     panels: list[Spec] = []
     params: list[Spec] = []
-    for i, metric in enumerate(metrics):
+    for metric in metrics:
         y_range = padded_range([r.get(metric) for r in rows])
         y = _f(
             f"{metric}:Q",
             scale={"domain": y_range, "nice": False, "zero": False},
             axis={"format": ".2f", "tickCount": 4, **_INNER_Y_AXIS},
         )
-        x = _utc_x("day", fmt="%b %d") if i == len(metrics) - 1 else _utc_x("day")
         line = {
             "mark": {"type": "line", "strokeWidth": 2, "invalid": None},
             "encoding": {"x": x, "y": y, "color": color},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -23,13 +24,9 @@ def spec_of(chart: Spec) -> Spec:
     return chart
 
 
-_SCHEMA: list[Spec] = []
-
-
+@lru_cache(maxsize=1)
 def _schema() -> Spec:
-    if not _SCHEMA:
-        _SCHEMA.append(load_schema())
-    return _SCHEMA[0]
+    return load_schema()
 
 
 def streamlit_spec(proto: Any) -> Spec:

@@ -301,7 +301,7 @@ def _every_figure() -> list[tuple[str, dict[str, object]]]:
     ]
 
 
-@pytest.mark.parametrize(("name", "spec"), _every_figure(), ids=[n for n, _ in _every_figure()])
+@pytest.mark.parametrize(("name", "spec"), [pytest.param(n, s, id=n) for n, s in _every_figure()])
 def test_every_figure_is_a_valid_vega_lite_spec(name: str, spec: dict[str, object]) -> None:
     vs.spec_of(spec)  # raises on anything the Vega-Lite schema does not allow
     assert any(rows for _, rows in vs.units(spec)), f"{name} draws no data"
