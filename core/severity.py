@@ -8,7 +8,9 @@ risk (how sure the detector is).
 The kind is read from what the detectors already produced, never guessed from the page:
 
 1. the learned decision's signals: a conflict of one family of fact checks
-   (``conflict_numbers``, ``conflict_laterality``, ``conflict_negation``, ``conflict_names``);
+   (``conflict_numbers``, ``conflict_laterality``, ``conflict_negation``, ``conflict_drugs``,
+   ``conflict_conditions``; ``conflict_names``, of both, in statements stored before the two
+   were told apart);
 2. the verifier's reason ("dose differs: ...", "negation differs: ...", "laterality ...",
    "X is not in the source, which names Y", "drug X not mentioned in the source", ...);
 3. when neither names a family (a generic "the sources do not bear it out"), the fact checks of
@@ -302,7 +304,13 @@ def main_subject(found: Iterable[str], *, prefer: Sequence[Subject] = ()) -> Sub
 
 # --------------------------------------------------------------------------- kinds
 
-_FAMILY_KIND = {"numbers": "number", "laterality": "side", "negation": "negation"}
+_FAMILY_KIND = {
+    "numbers": "number",
+    "laterality": "side",
+    "negation": "negation",
+    "drugs": "drug",
+    "conditions": "condition",
+}
 _NUMBER_RE = re.compile(r"\b(dose|number|vital sign|score|range|value)s? differ", re.I)
 _VITAL_RE = re.compile(r"\bvital sign", re.I)
 _DOSE_RE = re.compile(r"\bdose", re.I)
@@ -338,18 +346,19 @@ def _reason_family(reason: str | None) -> str | None:
 def _facts_family(statement: str, evidence: str | None) -> str | None:
     if not evidence or not statement:
         return None
-    from core.grounding.facts import compare_facts
+    from core.grounding.facts import NAME_FAMILIES, compare_facts
 
     check = compare_facts(statement, [evidence])
     # a conflicting specific names the kind; a missing one only when it is a drug or condition
     # name (a number or side the evidence lacks is what invented content is made of)
-    if check.status == "conflict" or (check.status == "missing" and check.family == "names"):
+    if check.status == "conflict" or (check.status == "missing" and check.family in NAME_FAMILIES):
         return check.family
     return None
 
 
 def _name_kind(statement: str, reason: str | None, evidence: str | None) -> Kind:
-    """Drug or condition, for a names-family flag: what the reason or the statement names."""
+    """Drug or condition, for a flag of a name (by its reason, or stored before drugs and
+    conditions were two families): what the reason or the statement names."""
     if reason and _DRUG_REASON_RE.search(reason):
         return "drug"
     if reason and _CONDITION_REASON_RE.search(reason):

@@ -1405,7 +1405,7 @@ _LATIN_QUALIFIERS = frozenset(
 )
 
 
-def _compare_names(statement: str, evidence: str, source: str) -> FactCheck:
+def _compare_drugs(statement: str, evidence: str, source: str) -> FactCheck:
     evidence_low, source_low = evidence.lower(), source.lower()
     for drug in drug_mentions(statement):
         if _drug_found(drug, evidence_low) or _drug_found(drug, source_low):
@@ -1415,6 +1415,11 @@ def _compare_names(statement: str, evidence: str, source: str) -> FactCheck:
             # (a swap or an added drug: either way, what the reviewer checks is this one)
             return FactCheck("conflict", f"{drug} is not in the source, which names {rivals[0]}")
         return FactCheck("missing", f"drug {drug} not mentioned in the source")
+    return AGREE
+
+
+def _compare_conditions(statement: str, evidence: str, source: str) -> FactCheck:
+    evidence_low, source_low = evidence.lower(), source.lower()
     for condition in condition_mentions(statement):
         if _condition_found(condition, evidence_low) or _condition_found(condition, source_low):
             continue
@@ -1427,7 +1432,12 @@ def _compare_names(statement: str, evidence: str, source: str) -> FactCheck:
     return AGREE
 
 
-FAMILIES = ("numbers", "names", "laterality", "negation")
+# Drugs and conditions are two families because they are named differently: a drug is
+# called by the same name (or its brand) in a visit and in its note, where a note names in
+# medical terms the condition the visit speaks of in lay words ("CAD" for "heart disease").
+FAMILIES = ("numbers", "drugs", "conditions", "laterality", "negation")
+#: The families that compare names (a drug or condition the source does not name).
+NAME_FAMILIES = frozenset({"drugs", "conditions"})
 
 
 def compare_facts(
@@ -1451,15 +1461,21 @@ def compare_facts(
 
     Returns:
         The first conflict found, else the first missing specific, else ``agree``.
+
+    Raises:
+        ValueError: a family not in :data:`FAMILIES`.
     """
     evidence = " ".join(evidence_sentences)
     source = " ".join(source_sentences) or evidence
     run = frozenset(families)
+    if unknown := run - set(FAMILIES):
+        raise ValueError(f"unknown fact-check families: {sorted(unknown)}; known: {FAMILIES}")
     checks = [
         replace(check(), family=name)
         for name, check in (
             ("numbers", lambda: _compare_numbers(statement, evidence, source_sentences)),
-            ("names", lambda: _compare_names(statement, evidence, source)),
+            ("drugs", lambda: _compare_drugs(statement, evidence, source)),
+            ("conditions", lambda: _compare_conditions(statement, evidence, source)),
             (
                 "laterality",
                 lambda: _compare_laterality(statement, evidence, source, source_sentences),

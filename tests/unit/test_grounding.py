@@ -1187,7 +1187,22 @@ def test_a_dose_is_compared_with_the_dose_of_the_same_drug() -> None:
     # a drug the note never names has no dose there to differ from: the drug is what is wrong
     check = compare_facts("The patient also takes prednisone 20 mg once daily.", note, note)
     assert (check.family, check.reason) == (
-        "names",
+        "drugs",
         "prednisone is not in the source, which names metformin",
     )
     assert compare_facts("Metformin 500 mg twice daily.", note, note).status == "agree"
+
+
+def test_an_unknown_family_of_fact_checks_is_refused() -> None:
+    # "names" was one family for drugs and conditions; now they are two, and a check or a
+    # combination that still asks for it is told so instead of running no name check at all
+    note = ["Metformin 500 mg twice daily."]
+    with pytest.raises(ValueError, match="names"):
+        compare_facts("Prednisone 20 mg daily.", note, note, families=("names",))
+    with pytest.raises(ValueError, match="names"):
+        GroundingVerifier(fact_families=("numbers", "names"))
+    check = compare_facts("Prednisone 20 mg daily.", note, note, families=("drugs",))
+    assert (check.family, check.status) == ("drugs", "conflict")
+    assert compare_facts(
+        "Prednisone 20 mg daily.", note, note, families=("conditions",)
+    ).status == ("agree")

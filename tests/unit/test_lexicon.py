@@ -80,7 +80,7 @@ def test_a_visit_that_talks_of_diabetes_talks_of_its_type() -> None:
     from core.grounding.facts import compare_facts
 
     said = ["So as far as your diabetes, your sugars have been okay."]
-    check = compare_facts("History of type 2 diabetes.", said, said, families=("names",))
+    check = compare_facts("History of type 2 diabetes.", said, said, families=("conditions",))
     assert check.status == "agree"
-    other = compare_facts("History of gout.", said, said, families=("names",))
+    other = compare_facts("History of gout.", said, said, families=("conditions",))
     assert other.status != "agree"

@@ -129,6 +129,28 @@ def test_a_drug_the_sources_do_not_name_is_a_drug_flag() -> None:
     assert (opioid.kind, opioid.severity) == ("drug", "critical")
 
 
+def test_the_learned_signals_name_a_drug_or_a_condition_flag() -> None:
+    statement = "She was started on warfarin for her atrial fibrillation."
+    evidence = "She takes aspirin for her heart."
+
+    def kind(signal: str, statement: str = statement) -> str:
+        found = classify(
+            status="unsupported",
+            statement=statement,
+            evidence=evidence,
+            signals=(("model", 0.3), (signal, 1.0)),
+        )
+        assert found is not None
+        assert found.basis == "signals"
+        return found.kind
+
+    assert kind("conflict_drugs") == "drug"
+    assert kind("conflict_conditions") == "condition"
+    # a statement stored when both were one family of names: read from what it names
+    assert kind("conflict_names", "She was started on warfarin.") == "drug"
+    assert kind("conflict_names", "She has atrial fibrillation.") == "condition"
+
+
 def test_a_denied_symptom_said_present_is_a_high_negation() -> None:
     c = classify(
         status="contradicted",

@@ -233,13 +233,23 @@ def test_only_a_family_that_rarely_fires_on_real_sentences_vetoes() -> None:
     sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from fit_verifier import vetoes
 
-    def row(label: int, **signals: float) -> dict[str, object]:
-        return {"group": "aci", "label": label, "kind": "k", "weight": 1.0, "signals": signals}
+    def row(label: int, group: str = "aci", **signals: float) -> dict[str, object]:
+        return {"group": group, "label": label, "kind": "k", "weight": 1.0, "signals": signals}
 
     real = [row(0) for _ in range(198)] + [row(0, conflict_numbers=1.0)]
     real += [row(0, conflict_negation=1.0) for _ in range(10)]
     made = [row(1, conflict_numbers=1.0) for _ in range(9)]
     made += [row(1, conflict_negation=1.0) for _ in range(30)]
-    found = vetoes(real + made, ["numbers", "negation", "names"])
+    found = vetoes(real + made, ["numbers", "negation", "conditions"])
     # numbers: 1 of 209 real sentences (< 1 %), 1 real among its 10 conflicts
     assert found == {"numbers": 0.1}
+    # each source counts the same: a check that never fires on the 209 sentences of one
+    # source but on 3 of the 100 of another fires on 1.5 % of real sentences on average (3 of
+    # 309 pooled, under 1 %: the largest source would let it veto) and does not veto; on 1 of
+    # 100 it does, its conflict leaving the share of real sentences among its hits
+    made += [row(1, conflict_conditions=1.0) for _ in range(18)]
+    other = [row(0, "mts") for _ in range(97)] + [row(0, "mts", conflict_conditions=1.0)] * 3
+    assert vetoes(real + other + made, ["numbers", "conditions"]) == {"numbers": 0.1}
+    other = [row(0, "mts") for _ in range(99)] + [row(0, "mts", conflict_conditions=1.0)]
+    found = vetoes(real + other + made, ["numbers", "conditions"])
+    assert found == {"numbers": 0.1, "conditions": round(1 / 19, 4)}
