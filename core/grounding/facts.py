@@ -1457,6 +1457,14 @@ FAMILIES = ("numbers", "drugs", "conditions", "laterality", "negation")
 NAME_FAMILIES = frozenset({"drugs", "conditions"})
 
 
+def known_families(families: Iterable[str]) -> frozenset[str]:
+    """``families`` as a set, each one of :data:`FAMILIES` (ValueError naming the others)."""
+    run = frozenset(families)
+    if unknown := run - set(FAMILIES):
+        raise ValueError(f"unknown fact-check families: {sorted(unknown)}; known: {FAMILIES}")
+    return run
+
+
 def compare_facts(
     statement: str,
     evidence_sentences: Sequence[str],
@@ -1484,9 +1492,7 @@ def compare_facts(
     """
     evidence = " ".join(evidence_sentences)
     source = " ".join(source_sentences) or evidence
-    run = frozenset(families)
-    if unknown := run - set(FAMILIES):
-        raise ValueError(f"unknown fact-check families: {sorted(unknown)}; known: {FAMILIES}")
+    run = known_families(families)
     checks = [
         replace(check(), family=name)
         for name, check in (
