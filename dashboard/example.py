@@ -4,8 +4,8 @@ errors, written for Groundwatch (no real patient).
 The note's errors: the dose of lisinopril (20 mg; the visit says 10), a denied symptom
 asserted (chest pain), the side of the swollen ankle (right; the visit says left), the smoking
 history (a current smoker; the visit says he quit), and an order never given (an MRI). The
-shipped verifier catches the side, the dose and the order; the smoking history and the
-asserted denied symptom are its known misses (the model card's Limits).
+shipped verifier catches the side, the asserted denied symptom, the dose and the order; the
+smoking history is its known miss (the model card's Limits).
 """
 
 from __future__ import annotations

@@ -569,13 +569,32 @@ def _time_unit(s: str, source: str, rng: random.Random, others: Sequence[str]) -
     return _swap_word(s, source, rng, _TIME_UNITS)
 
 
-def _negation(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+# Flips by a copula or an auxiliary ("is" -> "is not", "will" -> "will not"): they turn any
+# statement round, where the others flip a word that says something is present or absent
+_GENERIC_NEGATIONS = frozenset(
+    {r"\bhas (?:a|an)\b", r"\bwill\b", r"\bhas been\b", r"\bis\b", r"\bwas\b"}
+)
+
+
+def negated(statement: str, *, generic: bool = True) -> str | None:
+    """The statement said the other way round, by the first pattern of the negation table
+    that applies ("denies chest pain" -> "reports chest pain", "no fever" -> "a fever",
+    "will start" -> "will not start"); None when none applies. Without ``generic``, only a
+    word that says something is present or absent is flipped ("denies", "no", "negative
+    for", "is taking"), not a copula or an auxiliary. The generator's negation flip, and the
+    verifier's contrast: does the evidence bear out a statement or its opposite?"""
     for pattern, repl in _NEGATIONS:
-        m = re.search(pattern, s, re.I)
+        if not generic and pattern in _GENERIC_NEGATIONS:
+            continue
+        m = re.search(pattern, statement, re.I)
         if m:
-            out = _sub_at(s, m, repl)
-            return out.replace("  ", " ") if out != s else None
+            out = _sub_at(statement, m, repl)
+            return out.replace("  ", " ") if out != statement else None
     return None
+
+
+def _negation(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    return negated(s)
 
 
 def _laterality(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:

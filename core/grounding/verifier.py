@@ -39,6 +39,7 @@ from core.grounding.facts import (
 )
 from core.grounding.inference import Judgement, llm_judge, nli_judge
 from core.grounding.learned import EVIDENCE_PASSAGES, PASSAGE_WORDS
+from core.grounding.perturb import negated
 from core.grounding.support import evidence_keys, novelty, statement_words, unsupported_words
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
 from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
@@ -558,8 +559,10 @@ class GroundingVerifier:
         """Every statement exact matching left open, read by the learned model against its
         best passages. The decision is a fitted combination (:func:`combine`) of the model's
         probability, the share of the statement's words its evidence does not say, and what
-        the rules found (their verdict, and a fact check of the best passage); a statement
-        not grounded is contradicted when the rules found a conflict, else unsupported."""
+        the rules found (their verdict, and a fact check of the best passage), and by how much
+        the model prefers the statement's opposite (:func:`~core.grounding.perturb.negated`)
+        against the same evidence; a statement not grounded is contradicted when the rules
+        found a conflict or the evidence bears out its opposite, else unsupported."""
         assert self.learned is not None
         texts = [statements[i].text for i in open_]
         units = [
@@ -567,13 +570,29 @@ class GroundingVerifier:
             for i in open_
         ]
         evidence = [index.evidence(u) for u in units]
+        # each statement's opposite ("denies chest pain" -> "reports chest pain") is read
+        # against the same evidence: a visit that bears out the opposite better speaks
+        # against the statement however well its words match. Only a word that says
+        # something is present or absent is flipped: on dev rows, turning copulas round too
+        # ("is" -> "is not") read twice as many statements and gained nothing
+        opposites = [negated(t, generic=False) for t in texts]
+        contrasted = [row for row, o in enumerate(opposites) if o is not None]
+        pairs = list(zip(texts, evidence, strict=True))
+        pairs += [(cast(str, opposites[row]), evidence[row]) for row in contrasted]
         try:
-            probs = self.learned.predict(list(zip(texts, evidence, strict=True)))
+            logits = self.learned.logits(pairs).astype(np.float64)
         except Exception as exc:  # the rules' verdicts stand, and the check says why
             checks["learned"] = failed(f"learned verifier failed ({type(exc).__name__})")
             log.warning("learned tier failed: %s", type(exc).__name__)
             return
         checks["learned"] = OK
+        probs = 1.0 / (1.0 + np.exp(-logits[: len(texts)]))
+        opposite = np.zeros(len(texts))
+        opposite_prob = np.zeros(len(texts))
+        for k, row in enumerate(contrasted):
+            other = logits[len(texts) + k]
+            opposite[row] = float(np.clip(other - logits[row], -OPPOSITE_CLIP, OPPOSITE_CLIP))
+            opposite_prob[row] = 1.0 / (1.0 + np.exp(-other))
         source = [c.text for c in index.sources]
         for row, i in enumerate(open_):
             rules = decisions[i] or best.get(i)
@@ -597,6 +616,7 @@ class GroundingVerifier:
                     for family in FAMILIES
                 },
                 "missing": float(check is not None and check.status == "missing"),
+                "opposite": float(opposite[row]),
                 "rules_grounded": float(rules is not None and rules.status == "grounded"),
                 "rules_contradicted": float(rules is not None and rules.status == "contradicted"),
             }
@@ -616,6 +636,10 @@ class GroundingVerifier:
                 and check.family not in NAME_FAMILIES
             ):
                 status, method, reason, unit = "contradicted", "inference", check.reason, passage
+            elif opposite[row] > 0 and opposite_prob[row] >= 0.5:
+                # the model reads the statement's opposite as borne out by the same evidence
+                status, method, unit = "contradicted", "inference", passage
+                reason = f"the sources say the opposite: “{opposites[row]}”"
             elif check is not None and check.status == "conflict":
                 # another drug or condition named nearby does not make this one false: the
                 # statement is unsupported, and the reason says what the evidence names instead
@@ -908,9 +932,13 @@ COMBINED_SIGNALS = (
     "new_words_source",
     *(f"conflict_{family}" for family in FAMILIES),
     "missing",
+    "opposite",
     "rules_grounded",
     "rules_contradicted",
 )
+# The log-odds by which the model prefers a statement's opposite are clipped to this: beyond
+# it, the two readings are equally settled.
+OPPOSITE_CLIP = 8.0
 # The direction each signal may move the probability of support (+1 up, -1 down): the fit is
 # held to them, so that no artefact of the development data (generated hallucinations change
 # one word; real notes paraphrase freely) can teach that more unsaid words, or a conflicting
@@ -921,6 +949,7 @@ SIGNAL_SIGNS = {
     "new_words_source": -1,
     **{f"conflict_{family}": -1 for family in FAMILIES},
     "missing": -1,
+    "opposite": -1,
     "rules_grounded": 1,
     "rules_contradicted": -1,
 }

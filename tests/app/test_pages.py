@@ -365,11 +365,10 @@ def test_report_opens_on_the_most_recent_flagged_answer(seeded_db, use_db):
 @pytest.mark.model
 def test_upload_worked_example_flags_the_planted_errors(seeded_db, use_db):
     """One click fills the page with a visit and a note with five planted errors; the shipped
-    verifier flags the changed side, the changed dose and the invented order. Two are known
-    misses, kept visible: the changed smoking history, which the model reads as the visit's
-    topic, and the asserted denied symptom, which the negation check finds but the model
-    doubts too little (its support, 0.315, sits just above the threshold of 0.30; see the
-    model card)."""
+    verifier flags the changed side, the asserted denied symptom (the model reads its
+    opposite, "He denies chest pain", as better borne out by the visit), the changed dose and
+    the invented order. One is a known miss, kept visible: the changed smoking history, which
+    the model reads as the visit's topic (see the model card)."""
     from dashboard.example import NOTE, PLANTED, VISIT
 
     use_db(seeded_db)
@@ -381,9 +380,11 @@ def test_upload_worked_example_flags_the_planted_errors(seeded_db, use_db):
     table = at.dataframe[-1].value
     flagged = " ".join(table[table["status"] != "grounded"]["statement"])
     caught = [p for p in PLANTED if p in flagged]
-    assert caught == ["right ankle", "20 mg", "MRI"]
-    for missed in ("current smoker", "reports chest pain"):  # the known misses, kept visible
-        assert table[table["statement"].str.contains(missed)]["status"].tolist() == ["grounded"]
+    assert caught == ["right ankle", "reports chest pain", "20 mg", "MRI"]
+    # the known miss, kept visible
+    assert table[table["statement"].str.contains("current smoker")]["status"].tolist() == [
+        "grounded"
+    ]
 
 
 def test_overview_shows_the_check_sample_rate_in_force(seeded_db, use_db, monkeypatch):

@@ -88,6 +88,18 @@ def test_hallucinations_are_flagged(
         assert any(word in m for m in marked), marked
 
 
+def test_the_model_reads_a_statement_against_its_opposite(verifier: GroundingVerifier) -> None:
+    visit = [SourceChunk("visit", VISIT, "transcript")]
+    wrong, right = verifier.verify_statements(
+        ["He reports fever and chills.", "He denies fever or chills."], visit
+    )
+    # the visit ("Any fever or chills?" "No, none.") bears out the opposite of the first,
+    # and the signal says by how many log-odds
+    assert dict(wrong.signals)["opposite"] > 0 > dict(right.signals)["opposite"]
+    assert wrong.status == "contradicted"
+    assert right.status == "grounded"
+
+
 def test_learned_tier_reports_ok_and_support_score(verifier: GroundingVerifier) -> None:
     result = verifier.verify(
         "The right knee is swollen. An MRI was ordered.",

@@ -1143,7 +1143,7 @@ class _BrokenLearned:
 
     settings: dict[str, object] = {}
 
-    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         raise MemoryError("model died")
 
 
@@ -1237,3 +1237,34 @@ def test_an_unknown_family_of_fact_checks_is_refused() -> None:
     assert compare_facts(
         "Prednisone 20 mg daily.", note, note, families=("conditions",)
     ).status == ("agree")
+
+
+class _ReadsNegation:
+    """A learned verifier that bears out what a sentence denies or reports by the
+    transcript's yes or no, and nothing else: enough to show what the verifier does with a
+    statement whose opposite the evidence bears out better."""
+
+    settings: dict[str, object] = {}
+
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        out = []
+        for statement, evidence in pairs:
+            said_yes = "yes" in evidence.lower()
+            denies = "denies" in statement.lower()
+            out.append(3.0 if said_yes != denies else -3.0)
+        return np.array(out, dtype=np.float32)
+
+
+def test_a_statement_whose_opposite_the_evidence_bears_out_is_contradicted() -> None:
+    visit = [SourceChunk("v", "Doctor: Any chest pain? Patient: Yes, on the stairs.", "transcript")]
+    verifier = GroundingVerifier(learned=_ReadsNegation())
+    (wrong,) = verifier.verify("The patient denies chest pain.", visit).statements
+    assert wrong.status == "contradicted"
+    assert wrong.reason == "the sources say the opposite: “The patient reports chest pain.”"
+    assert dict(wrong.signals)["opposite"] == 6.0  # log-odds by which the opposite reads better
+    (right,) = verifier.verify("The patient reports chest pain.", visit).statements
+    assert right.status == "grounded"
+    assert dict(right.signals)["opposite"] == -6.0
+    # nothing to say the other way round: no contrast
+    (plain,) = verifier.verify("Chest pain on the stairs for a week.", visit).statements
+    assert dict(plain.signals)["opposite"] == 0.0

@@ -162,6 +162,17 @@ def test_a_denied_symptom_said_present_is_a_high_negation() -> None:
     assert (c.kind, c.severity) == ("negation", "high")
 
 
+def test_a_statement_whose_opposite_the_sources_bear_out_is_a_negation() -> None:
+    c = classify(
+        status="contradicted",
+        statement="The patient denies chest pain.",
+        reason="the sources say the opposite: “The patient reports chest pain.”",
+        evidence="Patient: yes, I get chest pain on the stairs.",
+    )
+    assert c is not None
+    assert (c.kind, c.severity) == ("negation", "high")
+
+
 def test_a_condition_the_sources_do_not_name() -> None:
     serious = classify(
         status="unsupported",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.grounding.perturb import KINDS, hallucinate
+from core.grounding.perturb import KINDS, hallucinate, negated
 from core.grounding.splits import ACI_TEST, MTS_TEST, MTS_TRAIN, split_of
 from core.grounding.support import novelty, unsupported_words
 
@@ -101,6 +101,35 @@ def test_laterality_and_negation() -> None:
     assert side.text == "Right knee pain."
     (neg,) = hallucinate("She denies fever.", SOURCE, rng, kinds=("negation",))
     assert neg.text == "She reports fever."
+
+
+@pytest.mark.parametrize(
+    ("statement", "opposite"),
+    [
+        ("She denies fever.", "She reports fever."),
+        ("Denies any weight loss.", "Reports weight loss."),
+        ("She has no fever.", "She has a fever."),
+        ("He does not smoke.", "He does smoke."),
+        ("We will start lisinopril.", "We will not start lisinopril."),
+        ("Chest X-ray was unremarkable.", "Chest X-ray was abnormal."),
+        ("Left knee pain.", None),  # nothing to say the other way round
+    ],
+)
+def test_a_statement_said_the_other_way_round(statement: str, opposite: str | None) -> None:
+    assert negated(statement) == opposite
+    if opposite is not None:  # the generator's flip is the same table
+        (neg,) = hallucinate(statement, SOURCE, random.Random(0), kinds=("negation",))
+        assert neg.text == opposite
+
+
+def test_the_contrast_flips_only_words_that_say_present_or_absent() -> None:
+    from core.grounding.perturb import _GENERIC_NEGATIONS, _NEGATIONS
+
+    assert _GENERIC_NEGATIONS <= {pattern for pattern, _ in _NEGATIONS}
+    assert negated("We will start lisinopril.", generic=False) is None
+    assert negated("The MRI was unremarkable.", generic=False) == "The MRI was abnormal."
+    assert negated("He is taking aspirin.", generic=False) == "He is not taking aspirin."
+    assert negated("She denies fever.", generic=False) == "She reports fever."
 
 
 def test_a_named_specific_is_swapped_for_one_of_its_sort_that_no_one_said() -> None:
