@@ -10,6 +10,7 @@ The model's scores are computed once and cached, so each configuration costs the
 and the rules only.
 
     python benchmarks/grounding_ablation.py --data ../shared/data [--encounters N]
+    python benchmarks/grounding_ablation.py --configs "all rules,all but negation"
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ def main() -> None:
     parser.add_argument(
         "--singles", action="store_true", help="also each family alone (twice the time)"
     )
+    parser.add_argument(
+        "--configs",
+        default=None,
+        help="only these configurations, comma-separated (e.g. 'all rules,all but negation')",
+    )
     args = parser.parse_args()
 
     import grounding_aci
@@ -80,6 +86,12 @@ def main() -> None:
     configs += [(f"all but {f}", tuple(x for x in FAMILIES if x != f)) for f in FAMILIES]
     if args.singles:
         configs += [(f"only {f}", (f,)) for f in FAMILIES]
+    if args.configs:
+        wanted = [c.strip() for c in args.configs.split(",")]
+        unknown = sorted(set(wanted) - {label for label, _ in configs})
+        if unknown:
+            parser.error(f"unknown configuration(s): {', '.join(unknown)}")
+        configs = [c for c in configs if c[0] in wanted]
     table = []
     for label, families in configs:
         verifier = GroundingVerifier(embedder=embedder, learned=model, fact_families=families)
