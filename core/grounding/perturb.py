@@ -576,21 +576,43 @@ _GENERIC_NEGATIONS = frozenset(
 )
 
 
-def negated(statement: str, *, generic: bool = True) -> str | None:
-    """The statement said the other way round, by the first pattern of the negation table
-    that applies ("denies chest pain" -> "reports chest pain", "no fever" -> "a fever",
-    "will start" -> "will not start"); None when none applies. Without ``generic``, only a
-    word that says something is present or absent is flipped ("denies", "no", "negative
-    for", "is taking"), not a copula or an auxiliary. The generator's negation flip, and the
-    verifier's contrast: does the evidence bear out a statement or its opposite?"""
+def negation_cue(statement: str, *, generic: bool = True) -> tuple[int, int, str] | None:
+    """Where :func:`negated` turns the statement round: the span of the words it replaces
+    and what it writes there ("She has no fever." -> (8, 10, "a")); None when no pattern
+    of the negation table applies or the statement would not change. Without ``generic``,
+    only a word that says something is present or absent is flipped ("denies", "no",
+    "negative for", "is taking"), not a copula or an auxiliary ("is", "will")."""
     for pattern, repl in _NEGATIONS:
         if not generic and pattern in _GENERIC_NEGATIONS:
             continue
         m = re.search(pattern, statement, re.I)
-        if m:
-            out = _sub_at(statement, m, repl)
-            return out.replace("  ", " ") if out != statement else None
+        if m is None:
+            continue
+        old, end = m.group(0), m.end()
+        if old[:1].isupper():
+            repl = repl[:1].upper() + repl[1:]
+        tail = old[len(old.rstrip()) :]
+        if tail and repl.endswith(tail):  # "no " -> "a ": the words, not the space after
+            end -= len(tail)
+            repl = repl[: len(repl) - len(tail)]
+        if statement[m.start() : end] == repl:
+            return None
+        return m.start(), end, repl
     return None
+
+
+def negated(statement: str, *, generic: bool = True) -> str | None:
+    """The statement said the other way round, by the first pattern of the negation table
+    that applies ("denies chest pain" -> "reports chest pain", "no fever" -> "a fever",
+    "will start" -> "will not start"); None when none applies (see :func:`negation_cue`).
+    The generator's negation flip, and the verifier's contrast: does the evidence bear out
+    a statement or its opposite?"""
+    cue = negation_cue(statement, generic=generic)
+    if cue is None:
+        return None
+    start, end, repl = cue
+    out = (statement[:start] + repl + statement[end:]).replace("  ", " ")
+    return out if out != statement else None
 
 
 def _negation(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:

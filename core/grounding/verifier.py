@@ -31,6 +31,7 @@ from core.checks import OK, CheckStatus, failed, skipped, unavailable
 from core.grounding.facts import (
     FAMILIES,
     NAME_FAMILIES,
+    NEGATION_REASON,
     FactCheck,
     compare_facts,
     known_families,
@@ -39,7 +40,7 @@ from core.grounding.facts import (
 )
 from core.grounding.inference import Judgement, llm_judge, nli_judge
 from core.grounding.learned import EVIDENCE_PASSAGES, PASSAGE_WORDS
-from core.grounding.perturb import negated
+from core.grounding.perturb import negated, negation_cue
 from core.grounding.support import evidence_keys, novelty, statement_words, unsupported_words
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
 from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
@@ -291,6 +292,7 @@ class _Decision:
     support: float | None = None
     evidence: str | None = None  # what the learned tier read (for the unsupported words)
     signals: tuple[tuple[str, float], ...] = ()
+    marks: tuple[tuple[int, int], ...] = ()  # words of the statement marked besides those
 
 
 class GroundingVerifier:
@@ -575,6 +577,7 @@ class GroundingVerifier:
         # against the statement however well its words match. Only a word that says
         # something is present or absent is flipped: on dev rows, turning copulas round too
         # ("is" -> "is not") read twice as many statements and gained nothing
+        cues = [negation_cue(t, generic=False) for t in texts]
         opposites = [negated(t, generic=False) for t in texts]
         contrasted = [row for row, o in enumerate(opposites) if o is not None]
         pairs = list(zip(texts, evidence, strict=True))
@@ -624,6 +627,8 @@ class GroundingVerifier:
             named = tuple(signals.items())
             # the rules' match is the tighter evidence span where they found one
             unit = rules.unit if rules is not None and rules.unit is not None else passage
+            marks: tuple[tuple[int, int], ...] = ()
+            reason: str | None
             if grounded:
                 status, method, reason = "grounded", "inference", None
                 if rules is not None and rules.status == "grounded":
@@ -639,7 +644,7 @@ class GroundingVerifier:
             elif opposite[row] > 0 and opposite_prob[row] >= 0.5:
                 # the model reads the statement's opposite as borne out by the same evidence
                 status, method, unit = "contradicted", "inference", passage
-                reason = f"the sources say the opposite: “{opposites[row]}”"
+                reason = f"{OPPOSITE_REASON}: “{opposites[row]}”"
             elif check is not None and check.status == "conflict":
                 # another drug or condition named nearby does not make this one false: the
                 # statement is unsupported, and the reason says what the evidence names instead
@@ -647,6 +652,12 @@ class GroundingVerifier:
             else:
                 status, method = "unsupported", "unsupported"
                 reason = f"the sources do not bear it out (support {support:.2f})"
+            # a contradiction on negation marks the words turned round, where the model too
+            # reads the statement turned round there as the better borne out
+            cue = cues[row]
+            if status == "contradicted" and cue is not None and opposite[row] > 0:
+                if reason is not None and reason.startswith((NEGATION_REASON, OPPOSITE_REASON)):
+                    marks = ((cue[0], cue[1]),)
             confidence = support if status == "grounded" else 1.0 - support
             decisions[i] = _Decision(
                 cast(Status, status),
@@ -658,6 +669,7 @@ class GroundingVerifier:
                 support,
                 evidence[row],
                 named,
+                marks,
             )
             best.pop(i, None)
 
@@ -939,6 +951,7 @@ COMBINED_SIGNALS = (
 # The log-odds by which the model prefers a statement's opposite are clipped to this: beyond
 # it, the two readings are equally settled.
 OPPOSITE_CLIP = 8.0
+OPPOSITE_REASON = "the sources say the opposite"
 # The direction each signal may move the probability of support (+1 up, -1 down): the fit is
 # held to them, so that no artefact of the development data (generated hallucinations change
 # one word; real notes paraphrase freely) can teach that more unsaid words, or a conflicting
@@ -1038,6 +1051,16 @@ def _from_facts(check: FactCheck, method: Method, unit: _Unit, sim: float | None
     return _Decision("unsupported", "unsupported", 0.7, unit, check.reason, sim)
 
 
+def _marked(
+    marks: Sequence[tuple[int, int]], words: Sequence[tuple[int, int]]
+) -> tuple[tuple[int, int], ...]:
+    """The spans to mark in a statement, in order: the decision's own marks (the words its
+    reason is about), and the words the evidence does not say that do not overlap them."""
+    out = list(marks)
+    out += [w for w in words if all(w[1] <= a or w[0] >= b for a, b in marks)]
+    return tuple(sorted(out))
+
+
 def _to_result(i: int, span: Span, d: _Decision, index: _SourceIndex) -> StatementGrounding:
     unit = d.unit
     return StatementGrounding(
@@ -1058,11 +1081,14 @@ def _to_result(i: int, span: Span, d: _Decision, index: _SourceIndex) -> Stateme
         unsupported_words=(
             ()
             if d.status == "grounded"
-            else tuple(
-                (w.start, w.end)
-                for w in unsupported_words(
-                    span.text, [d.evidence or (unit.text if unit is not None else "")]
-                )
+            else _marked(
+                d.marks,
+                [
+                    (w.start, w.end)
+                    for w in unsupported_words(
+                        span.text, [d.evidence or (unit.text if unit is not None else "")]
+                    )
+                ],
             )
         ),
         signals=d.signals,

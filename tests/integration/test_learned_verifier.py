@@ -97,6 +97,7 @@ def test_the_model_reads_a_statement_against_its_opposite(verifier: GroundingVer
     # and the signal says by how many log-odds
     assert dict(wrong.signals)["opposite"] > 0 > dict(right.signals)["opposite"]
     assert wrong.status == "contradicted"
+    assert "reports" in [wrong.statement[a:b] for a, b in wrong.unsupported_words]
     assert right.status == "grounded"
 
 

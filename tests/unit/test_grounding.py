@@ -1262,6 +1262,8 @@ def test_a_statement_whose_opposite_the_evidence_bears_out_is_contradicted() -> 
     assert wrong.status == "contradicted"
     assert wrong.reason == "the sources say the opposite: “The patient reports chest pain.”"
     assert dict(wrong.signals)["opposite"] == 6.0  # log-odds by which the opposite reads better
+    # the word turned round is the one marked for the reviewer
+    assert [wrong.statement[a:b] for a, b in wrong.unsupported_words] == ["denies"]
     (right,) = verifier.verify("The patient reports chest pain.", visit).statements
     assert right.status == "grounded"
     assert dict(right.signals)["opposite"] == -6.0

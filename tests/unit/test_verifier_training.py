@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.grounding.perturb import KINDS, hallucinate, negated
+from core.grounding.perturb import KINDS, hallucinate, negated, negation_cue
 from core.grounding.splits import ACI_TEST, MTS_TEST, MTS_TRAIN, split_of
 from core.grounding.support import novelty, unsupported_words
 
@@ -120,6 +120,13 @@ def test_a_statement_said_the_other_way_round(statement: str, opposite: str | No
     if opposite is not None:  # the generator's flip is the same table
         (neg,) = hallucinate(statement, SOURCE, random.Random(0), kinds=("negation",))
         assert neg.text == opposite
+
+
+def test_the_negation_cue_is_where_the_statement_is_turned_round() -> None:
+    assert negation_cue("She has no fever.") == (8, 10, "a")
+    assert negation_cue("Denies any weight loss.") == (0, 10, "Reports")
+    assert negation_cue("He is taking aspirin.", generic=False) == (3, 12, "is not taking")
+    assert negation_cue("Left knee pain.") is None
 
 
 def test_the_contrast_flips_only_words_that_say_present_or_absent() -> None:
