@@ -11,7 +11,8 @@ social-history fact). Every inserted word is checked against the source, so that
 generated is not said there after all.
 
 Used by the training script (``benchmarks/train_verifier.py``) on training splits and by the
-benchmarks on test splits, with the same code and a fixed seed.
+benchmarks on test splits, with the same code and a fixed seed; and by the verifier, which
+reads a statement against its opposite (:func:`negated`).
 """
 
 from __future__ import annotations
