@@ -825,8 +825,8 @@ def _negation_reason(said: bool, phrase: Sequence[str], where: str) -> str:
     differs: the statement says chest pain, the evidence denies it"."""
     what = " ".join(phrase)
     if said:
-        return f"{NEGATION_REASON}: the statement says {what}, the {where} denies it"
-    return f"{NEGATION_REASON}: the statement denies {what}, the {where} says it"
+        return f"negation differs: the statement says {what}, the {where} denies it"
+    return f"negation differs: the statement denies {what}, the {where} says it"
 
 
 def _compare_negation(
@@ -951,8 +951,7 @@ def _predicate_conflict(
         if heard.get(key) == {not negated}:
             how = ("negates", "asserts") if negated else ("asserts", "negates")
             return FactCheck(
-                "conflict",
-                f"{NEGATION_REASON}: the statement {how[0]} a verb the evidence {how[1]}",
+                "conflict", f"negation differs: the statement {how[0]} a verb the evidence {how[1]}"
             )
     return None
 
@@ -1003,7 +1002,7 @@ def _denied_clause_conflict(
             # "denies that she is doing well" against "i'm doing okay": generic words that
             # the overlap below leaves out
             return FactCheck(
-                "conflict", f"{NEGATION_REASON}: the statement denies what the source states"
+                "conflict", "negation differs: the statement denies what the source states"
             )
         words = _word_stems(clause) - _GENERIC
         elsewhere = max(3, (len(words) + 1) // 2)
@@ -1013,7 +1012,7 @@ def _denied_clause_conflict(
             if len(shared) >= enough:
                 return FactCheck(
                     "conflict",
-                    f"{NEGATION_REASON}: the statement denies what the evidence states",
+                    "negation differs: the statement denies what the evidence states",
                     max(sorted(shared), key=len),
                 )
     return None
@@ -1043,7 +1042,7 @@ def _denied_history_conflict(statement: str, source_sentences: Sequence[str]) ->
                 if re.search(said + rf"{re.escape(name)}\b", source):
                     return FactCheck(
                         "conflict",
-                        f"{NEGATION_REASON}: the statement denies {condition!r}, "
+                        f"negation differs: the statement denies {condition!r}, "
                         "the source gives it the patient",
                         stem(condition.split()[-1]),
                     )
@@ -1456,8 +1455,6 @@ def _compare_conditions(statement: str, evidence: str, source: str) -> FactCheck
 FAMILIES = ("numbers", "drugs", "conditions", "laterality", "negation")
 #: The families that compare names (a drug or condition the source does not name).
 NAME_FAMILIES = frozenset({"drugs", "conditions"})
-# How every reason of a negation conflict begins ("negation differs: the statement says ...")
-NEGATION_REASON = "negation differs"
 
 
 def known_families(families: Iterable[str]) -> frozenset[str]:

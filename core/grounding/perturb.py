@@ -608,7 +608,11 @@ def negated(statement: str, *, generic: bool = True) -> str | None:
     "will start" -> "will not start"); None when none applies (see :func:`negation_cue`).
     The generator's negation flip, and the verifier's contrast: does the evidence bear out
     a statement or its opposite?"""
-    cue = negation_cue(statement, generic=generic)
+    return turned_round(statement, negation_cue(statement, generic=generic))
+
+
+def turned_round(statement: str, cue: tuple[int, int, str] | None) -> str | None:
+    """The statement with its :func:`negation_cue` applied (None for no cue)."""
     if cue is None:
         return None
     start, end, repl = cue

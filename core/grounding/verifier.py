@@ -31,7 +31,6 @@ from core.checks import OK, CheckStatus, failed, skipped, unavailable
 from core.grounding.facts import (
     FAMILIES,
     NAME_FAMILIES,
-    NEGATION_REASON,
     FactCheck,
     compare_facts,
     known_families,
@@ -40,7 +39,7 @@ from core.grounding.facts import (
 )
 from core.grounding.inference import Judgement, llm_judge, nli_judge
 from core.grounding.learned import EVIDENCE_PASSAGES, PASSAGE_WORDS
-from core.grounding.perturb import negated, negation_cue
+from core.grounding.perturb import negation_cue, turned_round
 from core.grounding.support import evidence_keys, novelty, statement_words, unsupported_words
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
 from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
@@ -293,6 +292,7 @@ class _Decision:
     evidence: str | None = None  # what the learned tier read (for the unsupported words)
     signals: tuple[tuple[str, float], ...] = ()
     marks: tuple[tuple[int, int], ...] = ()  # words of the statement marked besides those
+    family: str | None = None  # the family of fact checks whose conflict decided it
 
 
 class GroundingVerifier:
@@ -578,7 +578,7 @@ class GroundingVerifier:
         # something is present or absent is flipped: on dev rows, turning copulas round too
         # ("is" -> "is not") read twice as many statements and gained nothing
         cues = [negation_cue(t, generic=False) for t in texts]
-        opposites = [negated(t, generic=False) for t in texts]
+        opposites = [turned_round(t, c) for t, c in zip(texts, cues, strict=True)]
         contrasted = [row for row, o in enumerate(opposites) if o is not None]
         pairs = list(zip(texts, evidence, strict=True))
         pairs += [(cast(str, opposites[row]), evidence[row]) for row in contrasted]
@@ -590,12 +590,12 @@ class GroundingVerifier:
             return
         checks["learned"] = OK
         probs = 1.0 / (1.0 + np.exp(-logits[: len(texts)]))
-        opposite = np.zeros(len(texts))
-        opposite_prob = np.zeros(len(texts))
+        opposite = np.zeros(len(texts))  # log-odds by which the opposite reads better
+        opposite_borne = np.zeros(len(texts), dtype=bool)  # the opposite itself above even odds
         for k, row in enumerate(contrasted):
             other = logits[len(texts) + k]
             opposite[row] = float(np.clip(other - logits[row], -OPPOSITE_CLIP, OPPOSITE_CLIP))
-            opposite_prob[row] = 1.0 / (1.0 + np.exp(-other))
+            opposite_borne[row] = other >= 0
         source = [c.text for c in index.sources]
         for row, i in enumerate(open_):
             rules = decisions[i] or best.get(i)
@@ -627,24 +627,26 @@ class GroundingVerifier:
             named = tuple(signals.items())
             # the rules' match is the tighter evidence span where they found one
             unit = rules.unit if rules is not None and rules.unit is not None else passage
-            marks: tuple[tuple[int, int], ...] = ()
-            reason: str | None
+            family: str | None = None  # of the conflict that makes it contradicted
             if grounded:
                 status, method, reason = "grounded", "inference", None
                 if rules is not None and rules.status == "grounded":
                     method = rules.method
             elif rules is not None and rules.status == "contradicted":
                 status, method, reason = "contradicted", rules.method, rules.reason
+                family = rules.family
             elif (
                 check is not None
                 and check.status == "conflict"
                 and check.family not in NAME_FAMILIES
             ):
                 status, method, reason, unit = "contradicted", "inference", check.reason, passage
-            elif opposite[row] > 0 and opposite_prob[row] >= 0.5:
+                family = check.family
+            elif opposite[row] > 0 and opposite_borne[row]:
                 # the model reads the statement's opposite as borne out by the same evidence
                 status, method, unit = "contradicted", "inference", passage
-                reason = f"{OPPOSITE_REASON}: “{opposites[row]}”"
+                reason = f"the sources say the opposite: “{opposites[row]}”"
+                family = "negation"
             elif check is not None and check.status == "conflict":
                 # another drug or condition named nearby does not make this one false: the
                 # statement is unsupported, and the reason says what the evidence names instead
@@ -655,9 +657,8 @@ class GroundingVerifier:
             # a contradiction on negation marks the words turned round, where the model too
             # reads the statement turned round there as the better borne out
             cue = cues[row]
-            if status == "contradicted" and cue is not None and opposite[row] > 0:
-                if reason is not None and reason.startswith((NEGATION_REASON, OPPOSITE_REASON)):
-                    marks = ((cue[0], cue[1]),)
+            turned = family == "negation" and cue is not None and opposite[row] > 0
+            marks = ((cue[0], cue[1]),) if turned and cue is not None else ()
             confidence = support if status == "grounded" else 1.0 - support
             decisions[i] = _Decision(
                 cast(Status, status),
@@ -670,6 +671,7 @@ class GroundingVerifier:
                 evidence[row],
                 named,
                 marks,
+                family,
             )
             best.pop(i, None)
 
@@ -951,7 +953,6 @@ COMBINED_SIGNALS = (
 # The log-odds by which the model prefers a statement's opposite are clipped to this: beyond
 # it, the two readings are equally settled.
 OPPOSITE_CLIP = 8.0
-OPPOSITE_REASON = "the sources say the opposite"
 # The direction each signal may move the probability of support (+1 up, -1 down): the fit is
 # held to them, so that no artefact of the development data (generated hallucinations change
 # one word; real notes paraphrase freely) can teach that more unsaid words, or a conflicting
@@ -1047,7 +1048,7 @@ def _find_word(haystack: str, needle: str) -> int:
 
 def _from_facts(check: FactCheck, method: Method, unit: _Unit, sim: float | None) -> _Decision:
     if check.status == "conflict":
-        return _Decision("contradicted", method, 0.8, unit, check.reason, sim)
+        return _Decision("contradicted", method, 0.8, unit, check.reason, sim, family=check.family)
     return _Decision("unsupported", "unsupported", 0.7, unit, check.reason, sim)
 
 
