@@ -798,7 +798,7 @@ def _phrases(toks: list[str], marks: list[Mark]) -> list[Run]:
 
 
 def _phrase_conflict(
-    runs: Sequence[Run], evidence: Polarity, source_sentences: Sequence[str]
+    runs: Sequence[Run], evidence: Polarity, source_sentences: Sequence[str], statement: str
 ) -> FactCheck | None:
     """A phrase the statement says one way that a source sentence says only the other way
     ("has not been watching his diet" against "i've been watching my diet"), when neither the
@@ -817,14 +817,35 @@ def _phrase_conflict(
             if all(m == {not said} for m in marks):
                 other = True
         if other and not same:
-            return FactCheck("conflict", _negation_reason(said, words[:2], "source"), pair[0])
+            reason = _negation_reason(said, words[:2], "source", statement)
+            return FactCheck("conflict", reason, pair[0])
     return None
 
 
-def _negation_reason(said: bool, phrase: Sequence[str], where: str) -> str:
+_COMPOUND_RE = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
+
+
+def _surface(statement: str, phrase: Sequence[str]) -> list[str]:
+    """The phrase's words as the statement writes them where one is part of a hyphenated
+    word ("rays" of "X-rays", "follow" of "follow-up"), which the reading splits: the whole
+    word, once."""
+    compounds = {
+        part: m.group(0)
+        for m in _COMPOUND_RE.finditer(statement)
+        for part in m.group(0).lower().split("-")
+    }
+    out: list[str] = []
+    for word in phrase:
+        shown = compounds.get(word.lower(), word)
+        if not out or out[-1] != shown:
+            out.append(shown)
+    return out
+
+
+def _negation_reason(said: bool, phrase: Sequence[str], where: str, statement: str = "") -> str:
     """Why a statement is contradicted on negation, in the words of the finding: "negation
     differs: the statement says chest pain, the evidence denies it"."""
-    what = " ".join(phrase)
+    what = " ".join(_surface(statement, phrase))
     if said:
         return f"negation differs: the statement says {what}, the {where} denies it"
     return f"negation differs: the statement denies {what}, the {where} says it"
@@ -860,7 +881,8 @@ def _compare_negation(
             if seen != {not polarity}:
                 continue  # absent, said both ways, or said the statement's way
             phrase = [reading.words.get(stem(w), w) for w in run]
-            return FactCheck("conflict", _negation_reason(polarity, phrase, "evidence"), key)
+            reason = _negation_reason(polarity, phrase, "evidence", statement)
+            return FactCheck("conflict", reason, key)
     conflict = _predicate_conflict(reading.predicates, evidence_sentences)
     if conflict is not None:
         return conflict
@@ -876,7 +898,7 @@ def _compare_negation(
         return all(stem(word) not in stems for stems in named)
 
     if source_sentences:
-        conflict = _phrase_conflict(reading.runs, evid, source_sentences)
+        conflict = _phrase_conflict(reading.runs, evid, source_sentences, statement)
         if conflict is not None:
             return conflict
         signs = load_lexicon().exam_signs

@@ -620,6 +620,29 @@ def turned_round(statement: str, cue: tuple[int, int, str] | None) -> str | None
     return out if out != statement else None
 
 
+def opposite_as_written(statement: str, cue: tuple[int, int, str] | None) -> str | None:
+    """The statement turned round at ``cue`` as a reader would write it, to quote in a
+    reason: a removed "no" leaves no article ("There is no swelling." -> "There is
+    swelling.", "No known drug allergies." -> "Known drug allergies.") and an "any" that a
+    removed negation leaves behind, next to it or one verb on, goes ("does not have any
+    chest pain" -> "has chest pain", "is not taking any" -> "is taking"). What the model
+    reads is :func:`turned_round`, the generator's own form."""
+    if cue is None:
+        return None
+    start, end, repl = cue
+    old = statement[start:end]
+    if re.fullmatch(r"no(?: known)?", old.strip(), re.I):
+        head = old.strip()[3:]
+        repl = head[:1].upper() + head[1:] if old[:1].isupper() else head
+    tail = statement[end:]
+    if re.search(r"\bnot\b|n't\b|\bnever\b", old, re.I):
+        tail = re.sub(r"^(\s+(?:[a-z]+\s+)?)any\s+", r"\1", tail, flags=re.I)
+    out = re.sub(r"\s{2,}", " ", statement[:start] + repl + tail).strip()
+    if out and statement[:1].isupper():
+        out = out[:1].upper() + out[1:]
+    return out if out != statement else None
+
+
 def _negation(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
     return negated(s)
 

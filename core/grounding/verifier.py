@@ -39,7 +39,7 @@ from core.grounding.facts import (
 )
 from core.grounding.inference import Judgement, llm_judge, nli_judge
 from core.grounding.learned import EVIDENCE_PASSAGES, PASSAGE_WORDS
-from core.grounding.perturb import negation_cue, turned_round
+from core.grounding.perturb import negation_cue, opposite_as_written, turned_round
 from core.grounding.support import evidence_keys, novelty, statement_words, unsupported_words
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
 from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
@@ -645,7 +645,9 @@ class GroundingVerifier:
             elif opposite[row] > 0 and opposite_borne[row]:
                 # the model reads the statement's opposite as borne out by the same evidence
                 status, method, unit = "contradicted", "inference", passage
-                reason = f"the sources say the opposite: “{opposites[row]}”"
+                reason = (
+                    f"the sources say the opposite: “{opposite_as_written(texts[row], cues[row])}”"
+                )
                 family = "negation"
             elif check is not None and check.status == "conflict":
                 # another drug or condition named nearby does not make this one false: the

@@ -757,6 +757,34 @@ def test_a_phrase_said_the_other_way_elsewhere_in_the_source_conflicts() -> None
     assert compare_facts("He has not been watching his diet.", said, source).status == "agree"
 
 
+@pytest.mark.parametrize(
+    ("statement", "evidence", "reason"),
+    [
+        (
+            "The X-rays showed a fracture.",
+            "your x-rays were negative , no fracture .",
+            "negation differs: the statement says X-rays, the evidence denies it",
+        ),
+        (
+            "She reports no follow-up visits.",
+            "i had two follow-up visits .",
+            "negation differs: the statement denies follow-up visits, the evidence says it",
+        ),
+        (
+            "Her T-wave inversions are present.",
+            "there are no t-wave inversions .",
+            "negation differs: the statement says T-wave inversions present, the evidence "
+            "denies it",
+        ),
+    ],
+)
+def test_a_negation_reason_quotes_hyphenated_words_whole(
+    statement: str, evidence: str, reason: str
+) -> None:
+    check = compare_facts(statement, [evidence], [evidence])
+    assert (check.status, check.reason) == ("conflict", reason)
+
+
 def test_a_closer_contradiction_is_not_outvoted_by_a_silent_match() -> None:
     dialogue = (
         "[doctor] do you exercise regularly since the knee injury ?\n[patient] no .\n"

@@ -129,6 +129,31 @@ def test_the_negation_cue_is_where_the_statement_is_turned_round() -> None:
     assert negation_cue("Left knee pain.") is None
 
 
+@pytest.mark.parametrize(
+    ("statement", "quoted"),
+    [
+        ("There is no swelling.", "There is swelling."),
+        ("No known drug allergies.", "Known drug allergies."),
+        ("He reports no nausea or vomiting.", "He reports nausea or vomiting."),
+        ("He does not have any chest pain.", "He has chest pain."),
+        ("She is not taking any medications.", "She is taking medications."),
+        ("He has not had any falls.", "He has had falls."),
+        ("She denies any fever.", "She reports fever."),
+        ("She reports any pain at all.", "She denies any pain at all."),  # no negation removed
+        ("Left knee pain.", None),
+    ],
+)
+def test_the_opposite_quoted_in_a_reason_reads_as_written(
+    statement: str, quoted: str | None
+) -> None:
+    from core.grounding.perturb import opposite_as_written, turned_round
+
+    cue = negation_cue(statement, generic=False)
+    assert opposite_as_written(statement, cue) == quoted
+    if quoted is not None:  # the model still reads the generator's form
+        assert turned_round(statement, cue) == negated(statement, generic=False)
+
+
 def test_the_contrast_flips_only_words_that_say_present_or_absent() -> None:
     from core.grounding.perturb import _GENERIC_NEGATIONS, _NEGATIONS
 
