@@ -1298,3 +1298,34 @@ def test_a_statement_whose_opposite_the_evidence_bears_out_is_contradicted() -> 
     # nothing to say the other way round: no contrast
     (plain,) = verifier.verify("Chest pain on the stairs for a week.", visit).statements
     assert dict(plain.signals)["opposite"] == 0.0
+
+
+class _DoubtsAll:
+    """A learned verifier that bears out nothing, a statement and its opposite alike."""
+
+    settings: dict[str, object] = {}
+
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        return np.full(len(pairs), -3.0, dtype=np.float32)
+
+
+def test_a_negation_read_by_hand_contradicts_only_where_the_model_reads_it_too() -> None:
+    dialogue = "[doctor] any chest pain ?\n[patient] no , none at all ."
+    visit = [SourceChunk("v", dialogue, "transcript")]
+    said = "The patient reports chest pain."
+    # the fact checks read the denial
+    check = compare_facts(said, dialogue.split("\n"))
+    assert (check.status, check.family) == ("conflict", "negation")
+    # a model that reads the statement turned round as better borne out upholds it
+    (upheld,) = GroundingVerifier(learned=_ReadsNegation()).verify(said, visit).statements
+    assert (upheld.status, upheld.reason) == (
+        "contradicted",
+        "negation differs: the statement says chest pain, the evidence denies it",
+    )
+    assert [said[a:b] for a, b in upheld.unsupported_words] == ["reports"]
+    # one that reads neither better: unsupported, and the reason blames no negation
+    (doubted,) = GroundingVerifier(learned=_DoubtsAll()).verify(said, visit).statements
+    assert doubted.status == "unsupported"
+    assert doubted.reason is not None
+    assert "negation" not in doubted.reason
+    assert doubted.reason.startswith("the sources do not bear it out")
