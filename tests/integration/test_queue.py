@@ -208,9 +208,7 @@ def test_three_workers_one_killed_every_answer_stored_once(
     assert sum(outcomes.values()) == n
     # the killed worker checks the jobs it holds as one batch: it may have stored some or all
     # of them before dying; those, and only those, found their result stored when run again
-    unchanged = _rows(
-        engine, "SELECT queue_job_id FROM ingest_job WHERE outcome = 'unchanged'"
-    )
+    unchanged = _rows(engine, "SELECT queue_job_id FROM ingest_job WHERE outcome = 'unchanged'")
     assert {j for (j,) in unchanged} <= set(dead_jobs), (unchanged, dead_jobs)
     assert _rows(engine, "SELECT count(*) FROM ingest_job WHERE payload IS NOT NULL")[0][0] == 0
     # the dead worker's jobs ran again on the living workers
