@@ -666,6 +666,15 @@ class GroundingVerifier:
             else:
                 status, method = "unsupported", "unsupported"
                 reason = f"the sources do not bear it out (support {support:.2f})"
+                unsaid = [w.text for w in unsupported_words(texts[row], source)]
+                if unsaid:  # what no source names at all is what to check first
+                    shown = ", ".join(f"“{w}”" for w in unsaid[:UNSAID_SHOWN])
+                    more = (
+                        f" and {len(unsaid) - UNSAID_SHOWN} more"
+                        if len(unsaid) > UNSAID_SHOWN
+                        else ""
+                    )
+                    reason += f"; no source says {shown}{more}"
             # a contradiction on negation marks the words turned round, where the model too
             # reads the statement turned round there as the better borne out
             cue = cues[row]
@@ -962,6 +971,8 @@ COMBINED_SIGNALS = (
     "rules_grounded",
     "rules_contradicted",
 )
+# The words no source says that an unsupported statement's reason quotes, at most.
+UNSAID_SHOWN = 3
 # The log-odds by which the model prefers a statement's opposite are clipped to this: beyond
 # it, the two readings are equally settled.
 OPPOSITE_CLIP = 8.0

@@ -1329,3 +1329,17 @@ def test_a_negation_read_by_hand_contradicts_only_where_the_model_reads_it_too()
     assert doubted.reason is not None
     assert "negation" not in doubted.reason
     assert doubted.reason.startswith("the sources do not bear it out")
+
+
+def test_an_unsupported_statement_names_the_words_no_source_says() -> None:
+    dialogue = "[doctor] how is the cough ?\n[patient] still there , worse at night ."
+    visit = [SourceChunk("v", dialogue, "transcript")]
+    verifier = GroundingVerifier(learned=_DoubtsAll())
+    (invented,) = verifier.verify("A referral to pulmonology was placed.", visit).statements
+    assert invented.status == "unsupported"
+    assert invented.reason is not None
+    assert invented.reason.startswith("the sources do not bear it out (support ")
+    assert invented.reason.endswith("; no source says “referral”, “pulmonology”, “placed”")
+    many = verifier.verify_statement("Cough with fever, chills, rash, sputum and wheezing.", visit)
+    assert many.reason is not None
+    assert many.reason.endswith("; no source says “fever”, “chills”, “rash” and 2 more")
