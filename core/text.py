@@ -12,6 +12,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 def short_hash(text: str, length: int = 12) -> str:
@@ -487,6 +488,12 @@ def token_spans(text: str) -> list[tuple[str, int, int]]:
     """Lower-case word, number and clause-punctuation tokens with their ``[start, end)``
     offsets in ``text`` ("n't" kept as "not": "don't" -> "do", "not"; "can't" -> "can",
     "not", both spanning the whole word)."""
+    return list(_token_spans(text))
+
+
+@lru_cache(maxsize=32768)
+def _token_spans(text: str) -> tuple[tuple[str, int, int], ...]:
+    # the fact checks read the same evidence sentences once for each statement
     out: list[tuple[str, int, int]] = []
     for m in _WORD_TOKEN_RE.finditer(text.replace("\u2019", "'")):
         low, a, b = m.group(0).lower(), m.start(), m.end()
@@ -498,12 +505,12 @@ def token_spans(text: str) -> list[tuple[str, int, int]]:
             out.extend([("can", a, b), ("not", a, b)])
         else:
             out.append((low, a, b))
-    return out
+    return tuple(out)
 
 
 def tokens(text: str) -> list[str]:
     """The tokens of :func:`token_spans` without their offsets."""
-    return [tok for tok, _, _ in token_spans(text)]
+    return [tok for tok, _, _ in _token_spans(text)]
 
 
 def stem(word: str) -> str:
