@@ -92,6 +92,25 @@ def unsupported_words(statement: str, evidence: Iterable[str]) -> list[Span]:
     return spans
 
 
+_LIST_BREAK_RE = re.compile(r"[,;:()/]|\band\b|\bor\b", re.I)
+
+
+def unsaid_phrases(statement: str, evidence: Iterable[str]) -> list[str]:
+    """The statement's phrases that no evidence text says, as a reader quotes them: the
+    spans of :func:`unsupported_words` joined across the words between them that name
+    nothing ("half an hour most days", not "half", "hour most days"); the items of a list
+    stay apart."""
+    spans = unsupported_words(statement, evidence)
+    merged: list[tuple[int, int]] = []
+    for span in spans:
+        gap = statement[merged[-1][1] : span.start] if merged else ""
+        if merged and not statement_words(gap) and not _LIST_BREAK_RE.search(gap):
+            merged[-1] = (merged[-1][0], span.end)
+        else:
+            merged.append((span.start, span.end))
+    return [statement[a:b] for a, b in merged]
+
+
 def novelty(statement: str, evidence: Sequence[str]) -> float:
     """Share of the statement's content words that the evidence does not say, in [0, 1]
     (higher = more of the statement is new; 0 for a statement without content words)."""

@@ -40,7 +40,13 @@ from core.grounding.facts import (
 from core.grounding.inference import Judgement, llm_judge, nli_judge
 from core.grounding.learned import EVIDENCE_PASSAGES, PASSAGE_WORDS
 from core.grounding.perturb import negation_cue, opposite_as_written, turned_round
-from core.grounding.support import evidence_keys, novelty, statement_words, unsupported_words
+from core.grounding.support import (
+    evidence_keys,
+    novelty,
+    statement_words,
+    unsaid_phrases,
+    unsupported_words,
+)
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
 from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
 from core.text import split_statements as _split_statements
@@ -666,7 +672,7 @@ class GroundingVerifier:
             else:
                 status, method = "unsupported", "unsupported"
                 reason = f"the sources do not bear it out (support {support:.2f})"
-                unsaid = [w.text for w in unsupported_words(texts[row], source)]
+                unsaid = unsaid_phrases(texts[row], source)
                 if unsaid:  # what no source names at all is what to check first
                     shown = ", ".join(f"“{w}”" for w in unsaid[:UNSAID_SHOWN])
                     more = (

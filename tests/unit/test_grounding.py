@@ -1339,7 +1339,24 @@ def test_an_unsupported_statement_names_the_words_no_source_says() -> None:
     assert invented.status == "unsupported"
     assert invented.reason is not None
     assert invented.reason.startswith("the sources do not bear it out (support ")
-    assert invented.reason.endswith("; no source says “referral”, “pulmonology”, “placed”")
+    assert invented.reason.endswith("; no source says “referral to pulmonology was placed”")
     many = verifier.verify_statement("Cough with fever, chills, rash, sputum and wheezing.", visit)
     assert many.reason is not None
     assert many.reason.endswith("; no source says “fever”, “chills”, “rash” and 2 more")
+
+
+@pytest.mark.parametrize(
+    ("statement", "phrases"),
+    [
+        ("He walks for half an hour most days.", ["half an hour most days"]),
+        ("She works part time at the town library.", ["works part time at the town library"]),
+        ("Fever, chills and a rash.", ["Fever", "chills", "rash"]),  # a list stays apart
+        ("He walks the dog.", []),
+    ],
+)
+def test_unsaid_phrases_join_across_words_that_name_nothing(
+    statement: str, phrases: list[str]
+) -> None:
+    from core.grounding.support import unsaid_phrases
+
+    assert unsaid_phrases(statement, ["[patient] fine , i walk the dog ."]) == phrases
