@@ -826,14 +826,22 @@ _COMPOUND_RE = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 
 
 def _surface(statement: str, phrase: Sequence[str]) -> list[str]:
-    """The phrase's words as the statement writes them where one is part of a hyphenated
-    word ("rays" of "X-rays", "follow" of "follow-up"), which the reading splits: the whole
-    word, once."""
+    """The phrase's words as the statement writes them: where one is part of a hyphenated
+    word ("rays" of "X-rays", "follow" of "follow-up"), which the reading splits, the whole
+    word, once; where the reading wrote a finding's name as one word, the statement's own
+    name of it ("short of breath" for "dyspnea")."""
     compounds = {
         part: m.group(0)
         for m in _COMPOUND_RE.finditer(statement)
         for part in m.group(0).lower().split("-")
     }
+    # a finding the reading wrote as one word ("dyspnea") in the statement's own words
+    # ("shortness of breath")
+    for pattern, word in _RULES.finding_phrases:
+        if word in compounds or re.search(rf"\b{re.escape(word)}\b", statement, re.I):
+            continue
+        if (m := pattern.search(statement)) is not None:
+            compounds[word] = m.group(0).strip()
     out: list[str] = []
     for word in phrase:
         shown = compounds.get(word.lower(), word)

@@ -776,9 +776,14 @@ def test_a_phrase_said_the_other_way_elsewhere_in_the_source_conflicts() -> None
             "negation differs: the statement says T-wave inversions present, the evidence "
             "denies it",
         ),
+        (
+            "He reports shortness of breath.",
+            "any shortness of breath ? no .",
+            "negation differs: the statement says shortness of breath, the evidence denies it",
+        ),
     ],
 )
-def test_a_negation_reason_quotes_hyphenated_words_whole(
+def test_a_negation_reason_quotes_the_statements_own_words(
     statement: str, evidence: str, reason: str
 ) -> None:
     check = compare_facts(statement, [evidence], [evidence])
