@@ -20,6 +20,10 @@ The kind is read from what the detectors already produced, never guessed from th
 4. otherwise the statement is ``invented``: nothing in the sources bears it out and no specific
    conflicts.
 
+A negation is the kind only where the learned verifier found the statement's opposite the
+better borne out (its ``opposite`` signal above 0), as the verifier contradicts on negation
+only there; statements stored without that signal keep the fact checks' word.
+
 A statement that names an allergy is of kind ``allergy`` whatever the family; an ``invented``
 statement that a consistency finding ties to an earlier answer is of kind ``earlier_answer``.
 
@@ -329,6 +333,15 @@ def _signal_family(signals: Iterable[tuple[str, float]]) -> str | None:
     return None
 
 
+def _negation_disputed(signals: Sequence[tuple[str, float]]) -> bool:
+    """Whether the learned verifier read the statement against its opposite and did not find
+    the opposite the better borne out: then a negation read by hand is not the error (the
+    verifier does not contradict on it either; see ``core.grounding.verifier``). Statements
+    stored without that signal keep the fact checks' word."""
+    opposite = dict(signals).get("opposite")
+    return opposite is not None and opposite <= 0
+
+
 def _reason_family(reason: str | None) -> str | None:
     if not reason or _GENERIC_RE.search(reason):
         return None
@@ -400,12 +413,15 @@ def classify(
     """
     if status == "grounded" or not statement:
         return None
+    named = tuple(signals)
     basis = "signals"
-    family = _signal_family(signals)
+    family = _signal_family(named)
     if family is None:
         basis, family = "reason", _reason_family(reason)
     if family is None:
         basis, family = "facts", _facts_family(statement, evidence)
+    if family == "negation" and _negation_disputed(named):
+        basis, family = "none", None
     kind: Kind
     if family == "names":
         kind = _name_kind(statement, reason, evidence)

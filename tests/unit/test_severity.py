@@ -173,6 +173,33 @@ def test_a_statement_whose_opposite_the_sources_bear_out_is_a_negation() -> None
     assert (c.kind, c.severity) == ("negation", "high")
 
 
+def test_a_negation_the_model_does_not_bear_out_is_not_the_kind() -> None:
+    """A negation conflict of the fact checks names the kind only where the learned verifier
+    found the statement's opposite the better borne out (as it contradicts only there)."""
+    said = "The diplopia continues; a referral to pulmonology was placed."
+    evidence = "Patient: the double vision has stopped."
+    for opposite, expected in ((2.5, "negation"), (0.0, "invented"), (-0.4, "invented")):
+        c = classify(
+            status="unsupported",
+            statement=said,
+            reason="the sources do not bear it out (support 0.04)",
+            evidence=evidence,
+            signals=(("model", 0.04), ("conflict_negation", 1.0), ("opposite", opposite)),
+        )
+        assert c is not None
+        assert c.kind == expected, opposite
+    # stored before the verifier read statements against their opposite: the checks' word
+    old = classify(
+        status="unsupported",
+        statement=said,
+        reason="the sources do not bear it out (support 0.04)",
+        evidence=evidence,
+        signals=(("model", 0.04), ("conflict_negation", 1.0)),
+    )
+    assert old is not None
+    assert old.kind == "negation"
+
+
 def test_a_condition_the_sources_do_not_name() -> None:
     serious = classify(
         status="unsupported",
