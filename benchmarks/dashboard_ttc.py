@@ -142,7 +142,11 @@ def _time_to_content(browser: Any, url: str, page: str) -> float:
         pg.set_default_timeout(TIMEOUT_MS)
         t0 = time.perf_counter()
         pg.goto(f"{url}/{page}", wait_until="commit")
-        pg.wait_for_function(f"() => {CONTENT[page]}", polling=25)
+        # right after the commit the document may have no body yet: not drawn, not an error
+        pg.wait_for_function(
+            f"() => {{ try {{ return {CONTENT[page]}; }} catch (e) {{ return false; }} }}",
+            polling=25,
+        )
         elapsed = time.perf_counter() - t0
         if pg.get_by_text("Page not found").count():
             raise RuntimeError(f"/{page}: page not found")
