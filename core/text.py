@@ -7,12 +7,15 @@ can be highlighted where it came from.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, TypeVar
 
 
 def short_hash(text: str, length: int = 12) -> str:
@@ -484,6 +487,36 @@ STOPWORDS = frozenset(
 )
 
 
+#: Texts up to this many characters are cached by :func:`cached_for_short_texts`; longer ones
+#: (whole transcripts, prefixes of them) are computed each time, so that a cache of thousands
+#: of entries stays a few megabytes.
+SHORT_TEXT = 2_000
+
+_R = TypeVar("_R")
+
+
+def cached_for_short_texts(
+    maxsize: int,
+) -> Callable[[Callable[..., _R]], Callable[..., _R]]:
+    """An LRU cache of a pure function of a text (and hashable options) that keeps only the
+    results for texts of at most :data:`SHORT_TEXT` characters: the sentences and passages
+    that the fact checks read again for each statement of an answer."""
+
+    def wrap(func: Callable[..., _R]) -> Callable[..., _R]:
+        cached = lru_cache(maxsize=maxsize)(func)
+
+        @functools.wraps(func)
+        def call(text: str, *args: Any, **kwargs: Any) -> _R:
+            if len(text) <= SHORT_TEXT:
+                return cached(text, *args, **kwargs)
+            return func(text, *args, **kwargs)
+
+        call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        return call
+
+    return wrap
+
+
 def token_spans(text: str) -> list[tuple[str, int, int]]:
     """Lower-case word, number and clause-punctuation tokens with their ``[start, end)``
     offsets in ``text`` ("n't" kept as "not": "don't" -> "do", "not"; "can't" -> "can",
@@ -491,7 +524,7 @@ def token_spans(text: str) -> list[tuple[str, int, int]]:
     return list(_token_spans(text))
 
 
-@lru_cache(maxsize=32768)
+@cached_for_short_texts(maxsize=32768)
 def _token_spans(text: str) -> tuple[tuple[str, int, int], ...]:
     # the fact checks read the same evidence sentences once for each statement
     out: list[tuple[str, int, int]] = []

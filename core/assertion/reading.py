@@ -18,7 +18,7 @@ from typing import Literal
 
 from core.assertion.rules import load_rules
 from core.lexicon import load_lexicon
-from core.text import STOPWORDS, stem, token_spans, tokens
+from core.text import STOPWORDS, cached_for_short_texts, stem, token_spans, tokens
 
 Mark = bool | None | Literal["if"]
 """A token's reading: True asserted, False negated, None asked, "if" supposed."""
@@ -72,7 +72,7 @@ def finding_stems() -> frozenset[str]:
     return frozenset(stem(w) for w in load_lexicon().findings if " " not in w)
 
 
-@lru_cache(maxsize=16384)
+@cached_for_short_texts(maxsize=16384)
 def findings_as_words(text: str) -> str:
     """``text`` with each lay or clinical name of one finding written as one word
     ("shortness of breath" -> "dyspnea"), so that it is read as one word for negation."""

@@ -43,7 +43,7 @@ from core.grounding.vocab import (
     narrower,
 )
 from core.lexicon import load_lexicon as clinical_lexicon
-from core.text import STOPWORDS, stem, tokens
+from core.text import STOPWORDS, cached_for_short_texts, stem, tokens
 
 FactStatus = Literal["agree", "missing", "conflict"]
 
@@ -384,7 +384,7 @@ def _spine_level(m: re.Match[str]) -> str:
     return f"{m.group(1)}{m.group(2)}-{m.group(3)}"
 
 
-@lru_cache(maxsize=16384)
+@cached_for_short_texts(maxsize=16384)
 def digits(text: str, *, ordinals: bool = True) -> str:
     """Spelled-out numbers replaced by digits ("forty five" -> "45", "seven point one" ->
     "7.1", "twenty eighteen" -> "2018", "a week" -> "1 week", and with ``ordinals``

@@ -178,3 +178,20 @@ def test_input_json_is_decoded_by_one_set_of_rules(text: str, reason: str) -> No
         "a": [1, 2.5, "x"],
         "b": {"a": None},
     }
+
+
+def test_only_short_texts_are_cached() -> None:
+    from core.text import SHORT_TEXT, cached_for_short_texts
+
+    calls: list[int] = []
+
+    @cached_for_short_texts(maxsize=8)
+    def length(text: str, *, double: bool = False) -> int:
+        calls.append(len(text))
+        return len(text) * (2 if double else 1)
+
+    short, long = "a" * 10, "b" * (SHORT_TEXT + 1)
+    assert [length(short), length(short), length(short, double=True)] == [10, 10, 20]
+    assert calls == [10, 10]  # the second call came from the cache; the option is its own key
+    assert [length(long), length(long)] == [SHORT_TEXT + 1] * 2
+    assert calls == [10, 10, SHORT_TEXT + 1, SHORT_TEXT + 1]  # a long text is never kept
