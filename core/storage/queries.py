@@ -476,11 +476,15 @@ def flagged_statements(
     # The page's ids first, ordered on indexed columns only, with the count of all of them
     # from the same scan; then the page's rows. Ordering whole rows made PostgreSQL fetch every
     # candidate's statement and answer (~60,000 on 1,000,000 conversations) to keep one.
+    # Risk is ordered as an expression ("risk + 0"): ordered by the bare column, PostgreSQL
+    # walked the risk index hoping to stop at the first row, but the count needs every row,
+    # so it visited every flagged statement of all time and its answer (6.2 s against 0.25 s
+    # on 1,000,000 conversations, a month's range).
     ranked = session.execute(
         joined.add_columns(func.count().over())
         .order_by(
             *([_SEVERITY_RANK.desc()] if order == "severity" else []),
-            col(StatementCheck.risk).desc(),
+            (col(StatementCheck.risk) + 0).desc(),
             col(Conversation.query_timestamp).desc(),
             col(StatementCheck.id),
         )
