@@ -674,7 +674,7 @@ class GroundingVerifier:
                 reason = f"the sources do not bear it out (support {support:.2f})"
                 unsaid = unsaid_phrases(texts[row], source)
                 if unsaid:  # what no source names at all is what to check first
-                    shown = ", ".join(f"“{w}”" for w in unsaid[:UNSAID_SHOWN])
+                    shown = ", ".join(f"“{_clipped(w)}”" for w in unsaid[:UNSAID_SHOWN])
                     more = (
                         f" and {len(unsaid) - UNSAID_SHOWN} more"
                         if len(unsaid) > UNSAID_SHOWN
@@ -977,8 +977,19 @@ COMBINED_SIGNALS = (
     "rules_grounded",
     "rules_contradicted",
 )
-# The words no source says that an unsupported statement's reason quotes, at most.
+# The words no source says that an unsupported statement's reason quotes, at most, and the
+# characters of each (a longer phrase is cut at a word and ends in an ellipsis).
 UNSAID_SHOWN = 3
+UNSAID_CHARS = 60
+
+
+def _clipped(phrase: str) -> str:
+    if len(phrase) <= UNSAID_CHARS:
+        return phrase
+    cut = phrase[: UNSAID_CHARS + 1].rsplit(" ", 1)[0] or phrase[:UNSAID_CHARS]
+    return cut[:UNSAID_CHARS].rstrip(" ,;") + "…"
+
+
 # The log-odds by which the model prefers a statement's opposite are clipped to this: beyond
 # it, the two readings are equally settled.
 OPPOSITE_CLIP = 8.0

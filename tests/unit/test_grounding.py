@@ -1365,3 +1365,19 @@ def test_unsaid_phrases_join_across_words_that_name_nothing(
     from core.grounding.support import unsaid_phrases
 
     assert unsaid_phrases(statement, ["[patient] fine , i walk the dog ."]) == phrases
+
+
+def test_a_long_unsaid_phrase_is_cut_at_a_word() -> None:
+    dialogue = "[doctor] how is the cough ?\n[patient] still there , worse at night ."
+    said = (
+        "Cough persisting despite nebulised salbutamol inhalers prescribed by the respiratory "
+        "outpatient clinic team."
+    )
+    result = GroundingVerifier(learned=_DoubtsAll()).verify_statement(
+        said, [SourceChunk("v", dialogue, "transcript")]
+    )
+    assert result.reason is not None
+    quoted = result.reason.split("no source says “", 1)[1].rstrip("”")
+    assert quoted.endswith("…")
+    assert len(quoted) <= 61
+    assert said.startswith("Cough " + quoted[:-1])  # cut at a word of the statement
