@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 
 from core.grounding.facts import digits
-from core.text import Span, stem
+from core.text import Span, cached_for_short_texts, stem
 
 # words that carry no claim of their own: left out of both sides of the comparison
 _FUNCTION_WORDS = frozenset(
@@ -59,13 +58,19 @@ def _is_content(token: str) -> bool:
     return len(low) > 1 and low not in _FUNCTION_WORDS and low not in _REPORTING_WORDS
 
 
-@lru_cache(maxsize=4096)
+@cached_for_short_texts(maxsize=4096)
 def evidence_keys(text: str) -> frozenset[str]:
     """Every content word of ``text`` as a stem, and every number as its value (spoken
-    numbers read as digits)."""
+    numbers read as digits). Cached for passages and sentences; a whole source is read once
+    per answer by the caller (:func:`keys_of`) and passed on as ``keys``."""
     keys = {_key(t) for t in _TOKEN_RE.findall(text) if _is_content(t)}
     keys |= {_key(t) for t in _TOKEN_RE.findall(digits(text)) if t[0].isdigit()}
     return frozenset(keys)
+
+
+def keys_of(texts: Iterable[str]) -> frozenset[str]:
+    """The :func:`evidence_keys` of several texts together."""
+    return frozenset().union(*(evidence_keys(t) for t in texts))
 
 
 def statement_words(statement: str) -> list[tuple[str, Span]]:
@@ -77,10 +82,14 @@ def statement_words(statement: str) -> list[tuple[str, Span]]:
     ]
 
 
-def unsupported_words(statement: str, evidence: Iterable[str]) -> list[Span]:
-    """The statement's content words that no evidence text says, adjacent ones merged into
-    one phrase ("chest X-ray"), with offsets into ``statement``."""
-    keys: frozenset[str] = frozenset().union(*(evidence_keys(t) for t in evidence))
+def unsupported_words(
+    statement: str, evidence: Iterable[str] = (), *, keys: frozenset[str] | None = None
+) -> list[Span]:
+    """The statement's content words that no evidence text says (or that are not among
+    ``keys``, the evidence read before by :func:`keys_of`), adjacent ones merged into one
+    phrase ("chest X-ray"), with offsets into ``statement``."""
+    if keys is None:
+        keys = keys_of(evidence)
     spans: list[Span] = []
     for key, span in statement_words(statement):
         if key in keys:
@@ -95,12 +104,14 @@ def unsupported_words(statement: str, evidence: Iterable[str]) -> list[Span]:
 _LIST_BREAK_RE = re.compile(r"[,;:()/]|\band\b|\bor\b", re.I)
 
 
-def unsaid_phrases(statement: str, evidence: Iterable[str]) -> list[str]:
+def unsaid_phrases(
+    statement: str, evidence: Iterable[str] = (), *, keys: frozenset[str] | None = None
+) -> list[str]:
     """The statement's phrases that no evidence text says, as a reader quotes them: the
     spans of :func:`unsupported_words` joined across the words between them that name
     nothing ("half an hour most days", not "half", "hour most days"); the items of a list
     stay apart."""
-    spans = unsupported_words(statement, evidence)
+    spans = unsupported_words(statement, evidence, keys=keys)
     merged: list[tuple[int, int]] = []
     for span in spans:
         gap = statement[merged[-1][1] : span.start] if merged else ""
@@ -111,11 +122,15 @@ def unsaid_phrases(statement: str, evidence: Iterable[str]) -> list[str]:
     return [statement[a:b] for a, b in merged]
 
 
-def novelty(statement: str, evidence: Sequence[str]) -> float:
-    """Share of the statement's content words that the evidence does not say, in [0, 1]
-    (higher = more of the statement is new; 0 for a statement without content words)."""
+def novelty(
+    statement: str, evidence: Sequence[str] = (), *, keys: frozenset[str] | None = None
+) -> float:
+    """Share of the statement's content words that the evidence (or ``keys``, as in
+    :func:`unsupported_words`) does not say, in [0, 1] (higher = more of the statement is
+    new; 0 for a statement without content words)."""
     words = statement_words(statement)
     if not words:
         return 0.0
-    keys: frozenset[str] = frozenset().union(*(evidence_keys(t) for t in evidence))
+    if keys is None:
+        keys = keys_of(evidence)
     return sum(k not in keys for k, _ in words) / len(words)

@@ -42,6 +42,7 @@ from core.grounding.learned import EVIDENCE_PASSAGES, PASSAGE_WORDS
 from core.grounding.perturb import negation_cue, opposite_as_written, turned_round
 from core.grounding.support import (
     evidence_keys,
+    keys_of,
     novelty,
     statement_words,
     unsaid_phrases,
@@ -602,7 +603,7 @@ class GroundingVerifier:
             other = logits[len(texts) + k]
             opposite[row] = float(np.clip(other - logits[row], -OPPOSITE_CLIP, OPPOSITE_CLIP))
             opposite_borne[row] = other >= 0
-        source = [c.text for c in index.sources]
+        source_keys = keys_of(c.text for c in index.sources)  # whole sources: read once
         for row, i in enumerate(open_):
             rules = decisions[i] or best.get(i)
             passage = units[row][0] if units[row] else None
@@ -614,7 +615,7 @@ class GroundingVerifier:
             signals = {
                 "model": float(probs[row]),
                 "new_words": novelty(texts[row], [evidence[row]]),
-                "new_words_source": novelty(texts[row], source),
+                "new_words_source": novelty(texts[row], keys=source_keys),
                 # a conflict per family of fact checks: the fit weighs each by how often it
                 # is right on development data (a dose conflict is rarely wrong; negation
                 # read from a paraphrase more often is)
@@ -672,7 +673,7 @@ class GroundingVerifier:
             else:
                 status, method = "unsupported", "unsupported"
                 reason = f"the sources do not bear it out (support {support:.2f})"
-                unsaid = unsaid_phrases(texts[row], source)
+                unsaid = unsaid_phrases(texts[row], keys=source_keys)
                 if unsaid:  # what no source names at all is what to check first
                     shown = ", ".join(f"“{_clipped(w)}”" for w in unsaid[:UNSAID_SHOWN])
                     more = (

@@ -1381,3 +1381,20 @@ def test_a_long_unsaid_phrase_is_cut_at_a_word() -> None:
     assert quoted.endswith("…")
     assert len(quoted) <= 61
     assert said.startswith("Cough " + quoted[:-1])  # cut at a word of the statement
+
+
+def test_evidence_read_once_gives_what_reading_it_each_time_gives() -> None:
+    from core.grounding.support import keys_of, novelty, unsaid_phrases, unsupported_words
+    from core.text import SHORT_TEXT
+
+    # a whole transcript (longer than the text caches keep) read once for many statements
+    source = ["[patient] my knee hurts after the fall . " * (SHORT_TEXT // 20), "Ibuprofen 400 mg."]
+    keys = keys_of(source)
+    for said in ("Knee pain after a fall.", "She takes ibuprofen 800 mg.", "An MRI was ordered."):
+        assert novelty(said, source) == novelty(said, keys=keys)
+        assert unsupported_words(said, source) == unsupported_words(said, keys=keys)
+        assert unsaid_phrases(said, source) == unsaid_phrases(said, keys=keys)
+    assert [w.text for w in unsupported_words("An MRI was ordered.", keys=keys)] == [
+        "MRI",
+        "ordered",
+    ]
