@@ -334,12 +334,13 @@ def _signal_family(signals: Iterable[tuple[str, float]]) -> str | None:
 
 
 def _negation_disputed(signals: Sequence[tuple[str, float]]) -> bool:
-    """Whether the learned verifier read the statement against its opposite and did not find
-    the opposite the better borne out: then a negation read by hand is not the error (the
-    verifier does not contradict on it either; see ``core.grounding.verifier``). Statements
-    stored without that signal keep the fact checks' word."""
+    """Whether the learned verifier's ``opposite`` signal does not uphold a negation read by
+    hand (:func:`core.grounding.verifier.negation_upheld`, the verifier's own rule).
+    Statements stored without that signal keep the fact checks' word."""
+    from core.grounding.verifier import negation_upheld
+
     opposite = dict(signals).get("opposite")
-    return opposite is not None and opposite <= 0
+    return opposite is not None and not negation_upheld(opposite)
 
 
 def _reason_family(reason: str | None) -> str | None:

@@ -7,14 +7,13 @@ can be highlighted where it came from.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import Any, TypeVar
 
 
@@ -505,7 +504,7 @@ def cached_for_short_texts(
     def wrap(func: Callable[..., _R]) -> Callable[..., _R]:
         cached = lru_cache(maxsize=maxsize)(func)
 
-        @functools.wraps(func)
+        @wraps(func)
         def call(text: str, *args: Any, **kwargs: Any) -> _R:
             if len(text) <= SHORT_TEXT:
                 return cached(text, *args, **kwargs)

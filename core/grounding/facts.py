@@ -850,7 +850,7 @@ def _surface(statement: str, phrase: Sequence[str]) -> list[str]:
     return out
 
 
-def _negation_reason(said: bool, phrase: Sequence[str], where: str, statement: str = "") -> str:
+def _negation_reason(said: bool, phrase: Sequence[str], where: str, statement: str) -> str:
     """Why a statement is contradicted on negation, in the words of the finding: "negation
     differs: the statement says chest pain, the evidence denies it"."""
     what = " ".join(_surface(statement, phrase))
