@@ -179,6 +179,9 @@ def parse_sources(data: Any, *, where: str, max_chars: int | None = None) -> lis
     return chunks
 
 
+_SOURCE_FIELDS = frozenset({"id", "text", "type", "similarity"})
+
+
 def read_sources(
     paths: Sequence[Path],
     *,
@@ -187,18 +190,25 @@ def read_sources(
     file_id: Literal["name", "stem"] = "name",
 ) -> list[SourceChunk]:
     """Sources from files: a text file is one note (its id: the file name or stem), a .json
-    file a list of {"id", "text"} objects. Ids must be unique across all files."""
+    file a list of {"id", "text"} objects, or, when it holds one JSON object (a record, a FHIR
+    resource or Bundle), one document read as a structured record. Ids must be unique across
+    all files."""
     from core.grounding import SourceChunk
 
     chunks: list[SourceChunk] = []
+    kind: Literal["note", "document"]
     for path in paths:
         what = f"source {path}"
         text = read_text(path, what=what, max_bytes=max_bytes)
         if path.suffix.lower() == ".json":
-            chunks.extend(
-                parse_sources(parse_json(text, what=what), where=what, max_chars=max_chars)
-            )
-            continue
+            data = parse_json(text, what=what)
+            # an object of a source's own fields is a list of sources written wrong
+            if not isinstance(data, dict) or set(data) <= _SOURCE_FIELDS:
+                chunks.extend(parse_sources(data, where=what, max_chars=max_chars))
+                continue
+            kind = "document"
+        else:
+            kind = "note"
         if len(text) > max_chars:
             raise InputError(
                 f"{what}: {len(text)} characters, above the limit of {max_chars} "
@@ -206,7 +216,7 @@ def read_sources(
                 code=EXIT_INVALID,
                 error="too_large",
             )
-        chunks.append(SourceChunk(path.name if file_id == "name" else path.stem, text, "note"))
+        chunks.append(SourceChunk(path.name if file_id == "name" else path.stem, text, kind))
     ids = [c.id for c in chunks]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:

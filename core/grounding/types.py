@@ -46,6 +46,9 @@ class StatementGrounding:
     grounding score. ``start``/``end`` locate the statement in the answer;
     ``evidence_start``/``evidence_end`` locate ``supporting_evidence`` in the source
     ``source_chunk_id`` (the best match, also for unsupported or contradicted statements).
+    A structured source (JSON, FHIR resources, a table: :mod:`core.grounding.structured`) is
+    read as sentences: there ``supporting_evidence`` is the sentence read and the offsets
+    locate the record it was read from in the source as given.
     ``support`` is the learned tier's calibrated probability that the sources support the
     statement (None where that tier did not read it: an exact match, or no learned model).
     ``unsupported_words`` are ``[start, end)`` offsets, in the statement, of the words the

@@ -41,6 +41,7 @@ from core.grounding.facts import (
 from core.grounding.inference import Judgement, llm_judge, nli_judge
 from core.grounding.learned import EVIDENCE_PASSAGES, PASSAGE_WORDS
 from core.grounding.perturb import negation_cue, opposite_as_written, turned_round
+from core.grounding.structured import reading
 from core.grounding.support import (
     evidence_keys,
     keys_of,
@@ -122,10 +123,18 @@ def _pieces(text: str, sentence: Span) -> list[Span]:
 
 
 class _SourceIndex:
-    """Sentences and overlapping windows of all chunks, normalised once."""
+    """Sentences and overlapping windows of all chunks, normalised once.
+
+    A structured chunk (JSON, FHIR resources, a table) is read as sentences
+    (:func:`core.grounding.structured.reading`): ``sources`` hold what is read, ``readings``
+    map it back to the chunk as given (:meth:`located`)."""
 
     def __init__(self, sources: Sequence[SourceChunk], window: int) -> None:
-        self.sources = list(sources)
+        self.readings = [reading(c.text) for c in sources]
+        self.sources = [
+            c if r is None else SourceChunk(c.id, r.text, c.type, c.similarity)
+            for c, r in zip(sources, self.readings, strict=True)
+        ]
         self.sentences: list[list[Span]] = []
         self.units: list[_Unit] = []
         self.norm: list[tuple[str, list[int]]] = []
@@ -142,6 +151,12 @@ class _SourceIndex:
         self.passages = _passages(self.sources, self.sentences)
         self.vectors: np.ndarray | None = None
         self.passage_vectors: np.ndarray | None = None
+
+    def located(self, unit: _Unit) -> tuple[int, int]:
+        """``unit``'s ``[start, end)`` in its chunk as given: for a structured chunk, the
+        records it was read from."""
+        r = self.readings[unit.chunk]
+        return (unit.start, unit.end) if r is None else r.raw_span(unit.start, unit.end)
 
     def _unit_norm(self, unit: _Unit) -> str:
         """The unit's normalised text, cut from its chunk's (normalised once)."""
@@ -456,7 +471,9 @@ class GroundingVerifier:
             for answer, sources in cases:
                 texts.extend(s.text for s in self.split_statements(answer))
                 for chunk in sources:
-                    texts.extend(s.text for s in split_sentences(chunk.text))
+                    read = reading(chunk.text)
+                    text = chunk.text if read is None else read.text
+                    texts.extend(s.text for s in split_sentences(text))
             if texts:
                 self.embedder.encode(list(dict.fromkeys(texts)))
         return [self.verify(answer, sources) for answer, sources in cases]
@@ -1111,6 +1128,7 @@ def _marked(
 
 def _to_result(i: int, span: Span, d: _Decision, index: _SourceIndex) -> StatementGrounding:
     unit = d.unit
+    where = index.located(unit) if unit is not None else None
     return StatementGrounding(
         index=i,
         statement=span.text,
@@ -1121,8 +1139,8 @@ def _to_result(i: int, span: Span, d: _Decision, index: _SourceIndex) -> Stateme
         confidence=float(min(1.0, max(0.0, d.confidence))),
         source_chunk_id=index.sources[unit.chunk].id if unit is not None else None,
         supporting_evidence=unit.text if unit is not None else None,
-        evidence_start=unit.start if unit is not None else None,
-        evidence_end=unit.end if unit is not None else None,
+        evidence_start=where[0] if where is not None else None,
+        evidence_end=where[1] if where is not None else None,
         reason=d.reason,
         similarity=d.similarity,
         support=d.support,

@@ -170,3 +170,43 @@ def test_missing_files_and_options(files: dict[str, Path], tmp_path: Path) -> No
     code, out, _ = run("ground", str(empty), "--source", str(files["note"]), "--json")
     assert code == 2
     assert json.loads(out)["error"] == "empty"
+
+
+@pytest.mark.model
+def test_a_fhir_bundle_file_is_read_as_a_structured_record(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    bundle = {
+        "resourceType": "Bundle",
+        "type": "collection",
+        "entry": [
+            {
+                "resource": {
+                    "resourceType": "MedicationStatement",
+                    "status": "active",
+                    "medicationCodeableConcept": {
+                        "coding": [
+                            {
+                                "system": "http://www.nlm.nih.gov/research/umls/rxnorm",
+                                "code": "860975",
+                                "display": "metformin",
+                            }
+                        ]
+                    },
+                    "dosage": [{"text": "500 mg twice daily"}],
+                }
+            }
+        ],
+    }
+    record = tmp_path / "record.json"
+    text = json.dumps(bundle, indent=2)
+    record.write_text(text, encoding="utf-8")
+    code, out, _ = run("ground", str(files["answer"]), "--source", str(record), "--json")
+    assert code == 0, out
+    first = json.loads(out)["statements"][0]  # "He takes metformin 1000 mg twice daily."
+    assert first["status"] == "contradicted"
+    assert first["source_id"] == "record.json"
+    assert "500 mg" in first["evidence"]
+    assert "{" not in first["evidence"]  # read as a sentence
+    located = json.loads(text[first["evidence_start"] : first["evidence_end"]])
+    assert located["resourceType"] == "MedicationStatement"  # the record in the file

@@ -189,3 +189,80 @@ def test_shipped_manifest_names_no_test_file() -> None:
         if name.endswith(".csv"):
             dataset = "aci" if f.startswith("aci_bench") else "mts"
             assert split_of(dataset, name, "1") == "train"
+
+
+RECORD = {
+    "resourceType": "Bundle",
+    "type": "collection",
+    "entry": [
+        {"resource": r}
+        for r in (
+            {
+                "resourceType": "AllergyIntolerance",
+                "clinicalStatus": {"coding": [{"code": "active"}]},
+                "verificationStatus": {"coding": [{"code": "confirmed"}]},
+                "code": {"coding": [{"system": "http://snomed.info/sct", "display": "Penicillin"}]},
+                "reaction": [{"manifestation": [{"text": "hives"}]}],
+            },
+            {
+                "resourceType": "MedicationStatement",
+                "status": "active",
+                "medicationCodeableConcept": {
+                    "coding": [
+                        {
+                            "system": "http://www.nlm.nih.gov/research/umls/rxnorm",
+                            "code": "860975",
+                            "display": "metformin",
+                        }
+                    ]
+                },
+                "dosage": [{"text": "500 mg by mouth twice daily"}],
+            },
+            {
+                "resourceType": "Observation",
+                "code": {
+                    "coding": [
+                        {
+                            "system": "http://loinc.org",
+                            "code": "4548-4",
+                            "display": "Hemoglobin A1c",
+                        }
+                    ]
+                },
+                "valueQuantity": {"value": 7.8, "unit": "%"},
+            },
+            {
+                "resourceType": "Condition",
+                "clinicalStatus": {"coding": [{"code": "active"}]},
+                "code": {"text": "type 2 diabetes mellitus"},
+            },
+        )
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("statement", "grounded"),
+    [
+        ("She is allergic to penicillin, which gives her hives.", True),
+        ("She takes metformin 500 mg twice daily.", True),
+        ("Her HbA1c is 7.8%.", True),
+        ("She has type 2 diabetes.", True),
+        ("She takes metformin 1000 mg twice daily.", False),  # wrong dose
+        ("She is on warfarin 5 mg daily.", False),  # a drug the record does not list
+        ("Her HbA1c is 6.1%.", False),  # wrong value
+        ("She was referred to cardiology.", False),  # invented referral
+    ],
+)
+def test_a_fhir_record_is_read_as_sentences(
+    verifier: GroundingVerifier, statement: str, grounded: bool
+) -> None:
+    import json
+
+    text = json.dumps(RECORD, indent=2)
+    (result,) = verifier.verify_statements([statement], [SourceChunk("record", text, "document")])
+    assert result.is_grounded is grounded, (result.status, result.reason, result.signals)
+    if result.evidence_start is not None:  # the evidence is located in the record as stored
+        located = json.loads(text[result.evidence_start : result.evidence_end])
+        assert "resourceType" in located
+        assert "http" not in (result.supporting_evidence or "")
