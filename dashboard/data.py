@@ -12,10 +12,12 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import streamlit as st
 
@@ -228,6 +230,38 @@ def kpis(f: FilterState) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- review queue
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+def in_parallel(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+    """Two reads at once: ``second`` in a thread of its own (with this script run's context,
+    so that its cache and its session state are this run's), ``first`` here. Two queries that
+    each scan the same rows take the time of the longer, not of both, on a server with two
+    cores. The first error of either is raised."""
+    from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = second()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="groundwatch-read", daemon=True)
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is not None:
+        add_script_run_ctx(thread, ctx)
+    thread.start()
+    try:
+        a = first()
+    finally:
+        thread.join()
+    if "error" in box:
+        raise box["error"]
+    return a, box["value"]
 
 
 def _review_state(review_state: str) -> repo.ReviewState:
@@ -1000,16 +1034,37 @@ def _model_stats(url: str, key: tuple[Any, ...]) -> dict[str, dict[str, Any]]:
         return {x.model: asdict(x) for x in repo.model_stats(session=s, filters=to_filters(key))}
 
 
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def _model_totals(url: str, key: tuple[Any, ...]) -> dict[str, dict[str, Any]]:
+    with read_session(_engine(url)) as s:
+        return {x.model: asdict(x) for x in repo.model_totals(session=s, filters=to_filters(key))}
+
+
+def _model_means(x: dict[str, Any] | None) -> dict[str, Any]:
+    """A model's volume, share flagged and means over a period (no intervals)."""
+    if x is None:
+        return {"conversations": 0, "flagged_share": None}
+    n = x["conversations"]
+    out: dict[str, Any] = {"conversations": n, "flagged_share": x["flagged"] / n if n else None}
+    for name in ("grounding", "consistency"):
+        out[name] = x[f"sum_{name}"] / x[f"n_{name}"] if x[f"n_{name}"] else None
+    return out
+
+
 def model_summary(f: FilterState) -> list[dict[str, Any]]:
     """One row per model: volume, share flagged, mean grounding and consistency with their
     95 % intervals, and the change against the period of the same length just before
-    (``None`` where either period has no value). Models of either period are listed."""
+    (``None`` where either period has no value). Models of either period are listed.
+
+    The period's intervals need its answers' sums of squares (a scan of its answers); the
+    period before only gives the changes, its means, which the daily rollup holds: a range
+    that ends today while the data ended months ago makes that earlier period long."""
     now = _model_stats(database_url(), f.key())
     prev_f = f.previous()
-    before = _model_stats(database_url(), prev_f.key()) if prev_f is not None else {}
+    before = _model_totals(database_url(), prev_f.key()) if prev_f is not None else {}
     rows = []
     for model in sorted(set(now) | set(before)):
-        cur, old = _model_row(now.get(model)), _model_row(before.get(model))
+        cur, old = _model_row(now.get(model)), _model_means(before.get(model))
         row = {"model": model, **cur}
         row["conversations_change"] = cur["conversations"] - old["conversations"]
         for name in ("flagged_share", "grounding", "consistency"):

@@ -329,7 +329,13 @@ def _interval(value: float | None, ci: Any, fmt: str) -> str:
 
 
 def _change(value: float | None, fmt: str) -> str:
-    return "–" if value is None else format(value, "+" + fmt)
+    """A signed change; one that rounds to zero reads "+0" whatever the sign of what is left
+    of two sums' rounding ("-0.00" would read as a fall)."""
+    if value is None:
+        return "–"
+    out = format(value, "+" + fmt)
+    zero = format(type(value)(0), "+" + fmt)
+    return zero if out.lstrip("+-") == zero.lstrip("+-") else out
 
 
 def model_summary_display(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -345,7 +351,7 @@ def model_summary_display(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, A
             ),
             "share flagged vs before": "–"
             if r.get("flagged_share_change") is None
-            else f"{100 * r['flagged_share_change']:+.0f} pts",
+            else f"{_change(100 * r['flagged_share_change'], '.0f')} pts",
             "grounding [95 % CI]": _interval(r.get("grounding"), r.get("grounding_ci"), ".2f"),
             "grounding vs before": _change(r.get("grounding_change"), ".2f"),
             "consistency [95 % CI]": _interval(

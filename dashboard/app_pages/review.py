@@ -94,13 +94,33 @@ page_patients = tuple(
 # choosing it would leave under every other filter (so the model counts ignore the model
 # chosen here, and keep to the sidebar's models)
 qf = data.FilterState(f.start, f.end, page_models or f.models, page_patients or f.patients)
-facets = data.queue_facets(
-    qf,
-    statuses=tuple(statuses),
-    review_state=state,
-    kinds=kinds,
-    severities=severities,
-    patients=sees_patients,
+
+# a change of any filter starts the queue again at its first (most severe) item
+signature = (f.key(), tuple(statuses), state, kinds, severities, page_models, page_patients)
+if st.session_state.get("review_signature") != signature:
+    if "review_signature" in st.session_state:
+        st.session_state["review_index"] = 0
+    st.session_state["review_signature"] = signature
+
+idx = int(st.session_state["review_index"])
+query = {
+    "statuses": tuple(statuses),
+    "review_state": state,
+    "kinds": kinds,
+    "severities": severities,
+    "order": "severity",
+}
+# the filters' counts and the item shown scan the same statements: read both at once
+facets, (rows, total) = data.in_parallel(
+    lambda: data.queue_facets(
+        qf,
+        statuses=tuple(statuses),
+        review_state=state,
+        kinds=kinds,
+        severities=severities,
+        patients=sees_patients,
+    ),
+    lambda: data.flagged(qf, offset=idx, limit=1, **query),  # type: ignore[arg-type]
 )
 
 
@@ -137,22 +157,6 @@ if sees_patients:
     }
     _facet(k4, "Patient", "review_patients", sorted(patients_left), patients_left)
 
-# a change of any filter starts the queue again at its first (most severe) item
-signature = (f.key(), tuple(statuses), state, kinds, severities, page_models, page_patients)
-if st.session_state.get("review_signature") != signature:
-    if "review_signature" in st.session_state:
-        st.session_state["review_index"] = 0
-    st.session_state["review_signature"] = signature
-
-idx = int(st.session_state["review_index"])
-query = {
-    "statuses": tuple(statuses),
-    "review_state": state,
-    "kinds": kinds,
-    "severities": severities,
-    "order": "severity",
-}
-rows, total = data.flagged(qf, offset=idx, limit=1, **query)  # type: ignore[arg-type]
 if total and idx >= total:
     idx = st.session_state["review_index"] = total - 1
     rows, total = data.flagged(qf, offset=idx, limit=1, **query)  # type: ignore[arg-type]

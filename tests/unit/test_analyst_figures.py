@@ -314,3 +314,11 @@ def test_a_spec_the_schema_does_not_allow_is_caught() -> None:
     spec["mark"] = {"type": "lyne"}
     with pytest.raises(jsonschema.ValidationError):
         vs.spec_of(spec)
+
+
+def test_a_change_that_rounds_to_zero_reads_plus_zero() -> None:
+    # two sums of the same scores may differ in the last bit: no "-0.00" for "no change"
+    assert exports._change(-1e-12, ".2f") == "+0.00"
+    assert exports._change(-0.006, ".2f") == "-0.01"
+    assert exports._change(0, ",d") == "+0"
+    assert exports._change(None, ".2f") == "–"
