@@ -64,16 +64,21 @@ def read_transcript(name: str, data: bytes, *, max_bytes: int, max_chars: int) -
     """The transcript text of an uploaded .txt or .json file.
 
     JSON may be a string, an object with a ``transcript``/``text`` string or a list of turns,
-    or a list of turns (strings or ``{"speaker", "text"}`` objects).
+    or a list of turns (strings or ``{"speaker", "text"}`` objects); a FHIR resource or Bundle
+    (an object with a ``resourceType``) is kept as it is: the verifier reads it as a
+    structured record.
     """
     text = _decode(name, data, max_bytes=max_bytes)
     if name.lower().endswith(".json"):
         obj = _json(name, text)
-        if isinstance(obj, dict):
+        if isinstance(obj, dict) and isinstance(obj.get("resourceType"), str):
+            obj = text
+        elif isinstance(obj, dict):
             value = next((obj[k] for k in TRANSCRIPT_KEYS if k in obj), None)
             if value is None:
                 raise UploadError(
-                    f"{name}: expected a key {', '.join(repr(k) for k in TRANSCRIPT_KEYS)}"
+                    f"{name}: expected a key {', '.join(repr(k) for k in TRANSCRIPT_KEYS)}, "
+                    "or a FHIR resource or Bundle (a 'resourceType')"
                 )
             obj = value
         if isinstance(obj, str):

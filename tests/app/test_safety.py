@@ -121,6 +121,9 @@ def test_upload_validation_messages_name_file_not_content():
         read_transcript("t.json", json.dumps(turns).encode(), max_bytes=1000, max_chars=1000)
         == "Doctor: Hi\nPatient: Hello"
     )
+    # a FHIR resource is kept as it is, for the verifier to read as a structured record
+    fhir = json.dumps({"resourceType": "Condition", "code": {"text": "gout"}})
+    assert read_transcript("r.json", fhir.encode(), max_bytes=1000, max_chars=1000) == fhir
 
 
 def test_no_record_text_in_logs(fresh_db, use_db, caplog):
