@@ -182,8 +182,9 @@ def _parse(s: str, i: int, depth: int) -> tuple[_Node, int]:
 # A sentence as read, and the values it was read from (their offsets locate it).
 _Sentence = tuple[str, list[_Leaf]]
 
-# Keys that say nothing a statement could claim (ids, codes' systems, bookkeeping).
-_SKIP_KEYS = frozenset(
+# Keys of a FHIR resource that say nothing a statement could claim (ids, codes' systems,
+# bookkeeping; the narrative repeats the resource in XHTML). Any other JSON keeps every key.
+_FHIR_SKIP_KEYS = frozenset(
     """id meta identifier extension modifierExtension implicitRules language contained
     system url fullUrl version userSelected reference request response search link
     resourceType div narrative profile security tag lastUpdated versionId""".split()
@@ -224,18 +225,9 @@ def _scalar(leaf: _Leaf) -> str | None:
     return re.sub(r"\s+", " ", text)
 
 
-def _leaves(node: _Node | None) -> list[_Leaf]:
-    if node is None:
-        return []
-    if isinstance(node, _Leaf):
-        return [node]
-    items = node.items if isinstance(node, _Arr) else [v for _, v in node.items]
-    return [leaf for n in items for leaf in _leaves(n)]
-
-
 def _text(node: _Node | None) -> tuple[str, list[_Leaf]] | None:
     """A value as short text if it reads as one (a plain value, a FHIR data type, a list of
-    such, a small record of plain values), else None. The leaves it was read from ride along."""
+    such), else None (a record). The leaves it was read from ride along."""
     if node is None:
         return None
     if isinstance(node, _Leaf):
@@ -384,8 +376,9 @@ def _top(node: _Node) -> list[_Sentence]:
     return list(_records(node, ""))
 
 
-def _records(node: _Node, label: str) -> Iterator[_Sentence]:
-    """The sentences of a JSON value found under the key ``label``."""
+def _records(node: _Node, label: str, fhir: bool = False) -> Iterator[_Sentence]:
+    """The sentences of a JSON value found under the key ``label`` (``fhir``: inside a FHIR
+    resource)."""
     if isinstance(node, _Leaf):
         if (text := _scalar(node)) is not None:
             yield (f"{label}: {text}." if label else f"{text}."), [node]
@@ -397,17 +390,17 @@ def _records(node: _Node, label: str) -> Iterator[_Sentence]:
                 yield f"{label}: {as_text[0]}.", as_text[1]
             else:
                 for n in node.items:
-                    yield from _records(n, label)
+                    yield from _records(n, label, fhir)
             return
         for n in node.items:
-            yield from _records(n, label)
+            yield from _records(n, label, fhir)
         return
     rtype = _resource_type(node)
     if rtype == "Bundle":
         entries = node.get("entry")
         for entry in entries.items if isinstance(entries, _Arr) else []:
             if isinstance(entry, _Obj) and (resource := entry.get("resource")) is not None:
-                yield from _records(resource, "")
+                yield from _records(resource, "", True)
         return
     if rtype is not None:
         reader = _FHIR.get(rtype)
@@ -415,15 +408,13 @@ def _records(node: _Node, label: str) -> Iterator[_Sentence]:
         if said is not None:
             yield said[0], [*said[1], _whole(node)]
             return
-        label = (
-            _words(rtype).lower()
-            if not re.fullmatch(r"[A-Z][a-z]+(?:[A-Z][a-z]+)+", rtype)
-            else _CAMEL.sub(" ", rtype).lower()
-        )
+        # "EpisodeOfCare" -> "episode of care"
+        label = _CAMEL.sub(" ", rtype).lower() if rtype[:1].isupper() else _words(rtype)
+        fhir = True
     fields = [
         (key, value, _text(value))
         for key, value in node.items
-        if key not in _SKIP_KEYS and not (key == "text" and rtype is not None)
+        if not (fhir and key in _FHIR_SKIP_KEYS) and not (key == "text" and fhir)
     ]
     nested = [(k, v) for k, v, t in fields if t is None and isinstance(v, (_Obj, _Arr))]
     plain = [(k, t) for k, _, t in fields if t is not None]
@@ -436,14 +427,14 @@ def _records(node: _Node, label: str) -> Iterator[_Sentence]:
                 fact = t[0] if _words(key).lower() in _NAME_KEYS else f"{_words(key)}: {t[0]}"
                 yield f"{fact}.", t[1]
             elif isinstance(value, (_Obj, _Arr)):
-                yield from _records(value, _words(key))
+                yield from _records(value, _words(key), fhir)
         return
     if plain:
         body = _record_body([(k, t) for k, (t, _) in plain])
         leaves = [x for _, (_, ls) in plain for x in ls]
         yield (f"{label}: {body}." if label else f"{body}."), [*leaves, _whole(node)]
     for key, value in nested:
-        yield from _records(value, _words(key))
+        yield from _records(value, _words(key), fhir)
 
 
 def _record_body(fields: Sequence[tuple[str, str]], name_first: bool = False) -> str:
