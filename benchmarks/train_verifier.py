@@ -174,6 +174,12 @@ def main() -> None:
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument(
+        "--evidence-negation-share",
+        type=float,
+        default=0.0,
+        help="passed to verifier_data.py when the pairs are built (0: the shipped model's)",
+    )
     args = parser.parse_args()
     stages = args.stages.split(",")
     command = "python benchmarks/train_verifier.py " + " ".join(sys.argv[1:])
@@ -189,6 +195,8 @@ def main() -> None:
                 str(args.seed),
                 "--out",
                 str(args.pairs),
+                "--evidence-negation-share",
+                str(args.evidence_negation_share),
             ],
             check=True,
         )

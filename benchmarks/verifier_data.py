@@ -16,7 +16,12 @@ visit that does not say it. Half of the generated hallucinations that can be mad
 also kept as positives against evidence changed to say them (``COUNTERFACTUAL_SHARE``: an
 addition's line spoken, in one of the wordings :mod:`core.grounding.perturb` gives; a
 changed specific changed in the evidence too), so that the sentence alone never tells the
-label. MedHallu answers (ground truth and hallucinated) against their
+label. With ``--evidence-negation-share`` (0 by default, which builds the shipped model's
+pairs), that share of the positives is also shown against its evidence turned round where it
+says them ("reports chest pain" -> "denies chest pain", the "yes" that answers "any chest
+pain?" made "no"), so that the model reads whether the evidence says a thing or its
+opposite, not only that it speaks of it (about one positive in seven can be turned so).
+MedHallu answers (ground truth and hallucinated) against their
 knowledge. The general claim/evidence corpora come from ``verifier_corpora.py``.
 
 Which rows may be used is decided by :func:`core.grounding.splits.split_of`; a test row is
@@ -238,8 +243,11 @@ def encounter_rows(
     rng: random.Random,
     foreign: Sequence[str],
     counts: Counter[str],
+    turned_share: float = 0.0,
 ) -> list[Row]:
-    """Positives, generated negatives, a foreign sentence and an off-passage pair."""
+    """Positives, generated negatives, a foreign sentence and an off-passage pair; with
+    ``turned_share``, that share of the positives also against their evidence turned round
+    (:func:`negated_evidence`), as negatives."""
     from core.grounding import SourceChunk
     from core.grounding.support import novelty
     from core.text import split_statements
@@ -281,12 +289,70 @@ def encounter_rows(
         if said is not None:
             counts["counterfactual positive (evidence made to say it)"] += 1
             rows.append(Row(h.text, said, 1, enc.dataset, enc.split, f"{h.kind}_said"))
+    turn = random.Random(f"{enc.file}/{enc.key}/turned")  # the other draws stay as they were
+    for s, ev in kept:
+        if turn.random() < turned_share and (denied := negated_evidence(s, ev)):
+            counts["evidence turned round (negative)"] += 1
+            rows.append(Row(s, denied, 0, enc.dataset, enc.split, "evidence_negated"))
     # a positive against a passage of its visit that does not say it
     for s, ev in kept[: max(1, len(kept) // 8)]:
         other = [r.evidence for r in rows if r.evidence != ev and novelty(s, [r.evidence]) > 0.6]
         if other:
             rows.append(Row(s, rng.choice(other), 0, enc.dataset, enc.split, "off_passage"))
     return rows
+
+
+_REPLY_RE = re.compile(r"^(\W*(?:\[\w+\]|\w+:)?\W*)(no|nope|yes|yeah|yep)\b", re.I)
+_SCOPE_WORDS = 4  # a negation governs the words just after it
+
+
+def negated_evidence(statement: str, evidence: str) -> str | None:
+    """``evidence`` with the sentence that says ``statement`` turned round, so that it says
+    the opposite: the sentence sharing the most of the statement's content words
+    flipped by the negation table where the flipped word governs one of them
+    ("reports chest pain" -> "denies chest pain"), or, for a question ("any chest pain?"),
+    the yes or no that answers it. The sentence must share at least half of the statement's
+    content words. None where that cannot be done, or where the rest of the evidence alone
+    still says half of the statement's words (it might still support it)."""
+    from core.assertion import is_question
+    from core.grounding.perturb import negation_cue, turned_round
+    from core.grounding.support import evidence_keys, novelty, statement_words
+    from core.text import Span, split_sentences
+
+    keys = {k for k, _ in statement_words(statement)}
+    sentences = split_sentences(evidence)
+    if len(keys) < 2 or not sentences:
+        return None
+    shared = [len(keys & evidence_keys(x.text)) for x in sentences]
+    best = max(range(len(sentences)), key=lambda i: (shared[i], -i))
+    if shared[best] < max(1, len(keys) / 2):
+        return None
+    target = sentences[best]
+    said = target  # the words that say it: the sentence, or a question with its answer
+    cue = negation_cue(target.text)
+    if cue is not None:
+        after = " ".join(target.text[cue[1] :].split()[:_SCOPE_WORDS])
+        new = turned_round(target.text, cue) if keys & evidence_keys(after) else None
+    elif is_question(target.text) and best + 1 < len(sentences):
+        target = sentences[best + 1]
+        said = Span(evidence[said.start : target.end], said.start, target.end)
+        m = _REPLY_RE.match(target.text)
+        if m is None:
+            return None
+        word = m.group(2)
+        if re.search(r"\b(?:none|not|never|nothing|no)\b|n't\b", target.text[m.end(2) :], re.I):
+            return None  # "no, none": one word turned round would leave the answer torn
+        flipped = "yes" if word.lower() in ("no", "nope") else "no"
+        flipped = flipped.capitalize() if word[:1].isupper() else flipped
+        new = target.text[: m.start(2)] + flipped + target.text[m.end(2) :]
+    else:
+        return None
+    if not new:
+        return None
+    rest = evidence[: said.start] + " " + evidence[said.end :]
+    if novelty(statement, [rest]) < 0.5:
+        return None
+    return evidence[: target.start] + new + evidence[target.end :]
 
 
 def _changed_span(original: str, text: str) -> tuple[str, str] | None:
@@ -374,11 +440,19 @@ PARTS = ("clinical", "medhallu", "general")
 
 
 def build(
-    data: Path, *, seed: int, augmented_share: float, general_limit: int, parts: Sequence[str]
+    data: Path,
+    *,
+    seed: int,
+    augmented_share: float,
+    general_limit: int,
+    parts: Sequence[str],
+    turned_share: float = 0.0,
 ) -> Iterator[Row]:
     """Every pair of the chosen ``parts``: clinical, then MedHallu, then the general corpora."""
     if "clinical" in parts:
-        yield from clinical_rows(data, seed=seed, augmented_share=augmented_share)
+        yield from clinical_rows(
+            data, seed=seed, augmented_share=augmented_share, turned_share=turned_share
+        )
     if "medhallu" in parts:
         yield from medhallu_rows(data, _verifier())
     if "general" in parts:
@@ -398,7 +472,9 @@ def _verifier() -> Any:
     return GroundingVerifier(embedder=get_embedder())
 
 
-def clinical_rows(data: Path, *, seed: int, augmented_share: float) -> Iterator[Row]:
+def clinical_rows(
+    data: Path, *, seed: int, augmented_share: float, turned_share: float = 0.0
+) -> Iterator[Row]:
     """The pairs of every ACI-Bench, MTS-Dialog and PriMock57 train/dev encounter."""
     from core.text import split_statements
 
@@ -420,7 +496,7 @@ def clinical_rows(data: Path, *, seed: int, augmented_share: float) -> Iterator[
             for s in split_statements(o.note)
             if len(s.text.split()) >= MIN_WORDS
         ]
-        yield from encounter_rows(enc, verifier, rng, foreign, counts)
+        yield from encounter_rows(enc, verifier, rng, foreign, counts, turned_share)
         if n % 200 == 0:
             print(f"  clinical encounters {n}/{len(encounters)}", file=sys.stderr, flush=True)
     for key, value in counts.items():
@@ -433,6 +509,12 @@ def main() -> None:
     parser.add_argument("--augmented-share", type=float, default=0.25)
     parser.add_argument("--general-limit", type=int, default=10000, help="pairs per general corpus")
     parser.add_argument("--parts", default=",".join(PARTS), help="which parts to build")
+    parser.add_argument(
+        "--evidence-negation-share",
+        type=float,
+        default=0.0,
+        help="share of positives also shown against their evidence turned round (negatives)",
+    )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     counts: Counter[tuple[str, str, int]] = Counter()
@@ -444,6 +526,7 @@ def main() -> None:
             augmented_share=args.augmented_share,
             general_limit=args.general_limit,
             parts=args.parts.split(","),
+            turned_share=args.evidence_negation_share,
         ):
             assert row.split in ("train", "dev"), row.split
             fh.write(json.dumps(asdict(row), ensure_ascii=False) + "\n")

@@ -250,6 +250,43 @@ def test_counterfactual_evidence_makes_the_evidence_say_it() -> None:
     assert vd.counterfactual_evidence(neg, evidence, random.Random(0)) is None
 
 
+@pytest.mark.parametrize(
+    ("statement", "evidence", "turned"),
+    [
+        (  # the answer to the question that asks it
+            "She has a history of asthma.",
+            "[doctor] do you have asthma ? [patient] yes , since i was a kid .",
+            "[doctor] do you have asthma ? [patient] no , since i was a kid .",
+        ),
+        (
+            "She denies fever or chills.",
+            "Doctor: Any fever or chills? Patient: No. Doctor: Good.",
+            "Doctor: Any fever or chills? Patient: Yes. Doctor: Good.",
+        ),
+        (  # the word that says it, where it governs the statement's words
+            "There is no chest pain.",
+            "Patient: There is no chest pain today. Doctor: Okay.",
+            "Patient: There is a chest pain today. Doctor: Okay.",
+        ),
+        ("He reports knee pain.", "Patient: My knee hurts. Doctor: Okay.", None),  # no cue
+        (  # "no, none": one word turned round would leave the answer torn
+            "She denies fever.",
+            "Doctor: Any fever? Patient: No, none.",
+            None,
+        ),
+        (  # the rest of the evidence says it too: it might still support it
+            "She denies fever or chills.",
+            "Doctor: Any fever or chills? Patient: No. She denies fever or chills.",
+            None,
+        ),
+    ],
+)
+def test_evidence_turned_round_says_the_opposite(
+    statement: str, evidence: str, turned: str | None
+) -> None:
+    assert _verifier_data().negated_evidence(statement, evidence) == turned
+
+
 def test_counterfactual_lines_follow_the_transcript_style() -> None:
     vd = _verifier_data()
     line = "Doctor: Any family history? Patient: Yes, my mother had COPD."
