@@ -27,6 +27,8 @@ _R = load_rules()
 # The word classes the token reading below tests, by the names it has always used.
 _NEG_CUES = _R.neg_cues  # negate what follows them ("denies fever", "no rash")
 _POST_CUES = _R.neg_after  # negate what comes just before them ("pain free")
+# ... or what follows, when a content word follows ("the workup ruled out asthma")
+_BOTH_WAYS = _R.neg_both_ways
 _PSEUDO = _R.pseudo
 _AFFIRMERS = _R.affirmers  # assert what stands before them, ending a negation's scope
 _LINKS = _R.links
@@ -146,6 +148,24 @@ def _after_cue(toks: list[str], i: int) -> bool:
     return any(tuple(toks[i : i + len(p)]) == p for p in _POST_CUES.get(toks[i], ()))
 
 
+def _forward_cue(toks: list[str], i: int) -> bool:
+    """Whether a cue that negates either way ("ruled out") starts at token ``i`` with a
+    content word after it, which it then negates ("ruled out asthma", not "asthma was
+    ruled out")."""
+    for p in _BOTH_WAYS:
+        k = i + len(p)
+        if tuple(toks[i:k]) != p:
+            continue
+        if k < len(toks) and toks[k] in _ARTICLES:  # "ruled out a fracture"
+            k += 1
+        if k < len(toks) and content_word(toks[k]):
+            return True
+    return False
+
+
+_ARTICLES = frozenset({"a", "an", "the", "any"})
+
+
 def _read_marks(toks: list[str], *, speech: bool) -> tuple[list[Mark], list[int]]:
     """The token reading: the marks of :func:`polarity_marks` and the indices of the
     negation cues it applied (before-cues and after-cues alike).
@@ -242,6 +262,10 @@ def _read_marks(toks: list[str], *, speech: bool) -> tuple[list[Mark], list[int]
             continue  # an answer particle: "no , i think ..." negates nothing that follows
         if tok == "negative" and nxt != "for" and content_word(nxt) and not pseudo:
             scope = 1  # "negative margins": an adjective on the next word
+            cues.append(i)
+            continue
+        if not pseudo and not asking and _forward_cue(toks, i):
+            scope, cue = _SCOPE_MAX, i
             cues.append(i)
             continue
         if (

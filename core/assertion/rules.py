@@ -83,6 +83,7 @@ class Rules:
     neg_cues: frozenset[str]
     negation_marker: re.Pattern[str]
     neg_after: Mapping[str, tuple[tuple[str, ...], ...]]
+    neg_both_ways: frozenset[tuple[str, ...]]
     pseudo: frozenset[tuple[str, str]]
     affirmers: frozenset[str]
     links: frozenset[str]
@@ -139,6 +140,7 @@ def load_rules() -> Rules:
         neg_cues=_words(neg["cues"]),
         negation_marker=_marker(neg["marked_by"]),
         neg_after=_phrases(neg["after"]),
+        neg_both_ways=frozenset(tuple(p.split()) for p in neg["both_ways"]),
         pseudo=_pairs(p.split() for p in neg["pseudo"]),
         affirmers=affirmers,
         links=_words(neg["links"]),

@@ -52,6 +52,8 @@ def test_rules_are_one_json_file_of_word_lists() -> None:
         ("He denies a history of gout.", "gout"),
         ("Chest pain free.", "chest pain"),
         ("Pneumonia was ruled out.", "pneumonia"),
+        ("The workup ruled out pneumonia.", "pneumonia"),
+        ("CT ruled out a pulmonary embolism.", "pulmonary embolism"),
         ("She does not smoke or drink alcohol.", "alcohol"),
         ("She walks to the mailbox without shortness of breath.", "shortness of breath"),
     ],
@@ -59,6 +61,17 @@ def test_rules_are_one_json_file_of_word_lists() -> None:
 def test_grounding_extraction_and_the_audit_read_a_denial_alike(text: str, name: str) -> None:
     assert assertion_of(text, name) == "negated"
     assert denies(text)
+
+
+def test_a_cue_that_negates_either_way_negates_what_follows_it_when_something_does() -> None:
+    # "ruled out X" negates X; "X was ruled out by CT" negates X, not CT
+    marks = dict(zip(toks := tokens("the workup ruled out asthma ."), polarity_marks(toks)))
+    assert marks["asthma"] is False
+    assert marks["workup"] is True
+    toks = tokens("asthma was ruled out by ct .")
+    marks = dict(zip(toks, polarity_marks(toks, speech=False)))
+    assert marks["asthma"] is False
+    assert marks["ct"] is True
 
 
 def test_a_pseudo_negation_denies_nothing() -> None:
