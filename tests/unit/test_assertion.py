@@ -65,11 +65,12 @@ def test_grounding_extraction_and_the_audit_read_a_denial_alike(text: str, name:
 
 def test_a_cue_that_negates_either_way_negates_what_follows_it_when_something_does() -> None:
     # "ruled out X" negates X; "X was ruled out by CT" negates X, not CT
-    marks = dict(zip(toks := tokens("the workup ruled out asthma ."), polarity_marks(toks)))
+    toks = tokens("the workup ruled out asthma .")
+    marks = dict(zip(toks, polarity_marks(toks), strict=True))
     assert marks["asthma"] is False
     assert marks["workup"] is True
     toks = tokens("asthma was ruled out by ct .")
-    marks = dict(zip(toks, polarity_marks(toks, speech=False)))
+    marks = dict(zip(toks, polarity_marks(toks, speech=False), strict=True))
     assert marks["asthma"] is False
     assert marks["ct"] is True
 
