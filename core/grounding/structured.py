@@ -66,7 +66,7 @@ def reading(text: str) -> Reading | None:
     """``text`` read as sentences if it is a structured record (see the module), else None."""
     if not isinstance(text, str) or not text.strip() or len(text) > MAX_CHARS:
         return None
-    head = text.lstrip()[:1]
+    head = text.lstrip().lstrip("\ufeff").lstrip()[:1]  # a byte-order mark is no content
     if head in "{[":
         values = _json_values(text)
         if values is None:
@@ -107,7 +107,7 @@ class _Arr:
 
 
 _Node = _Leaf | _Obj | _Arr
-_WS = re.compile(r"\s*")
+_WS = re.compile(r"[\s\ufeff]*")
 
 
 class _NotJson(ValueError):

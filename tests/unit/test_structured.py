@@ -153,6 +153,10 @@ def test_each_sentence_locates_the_record_it_was_read_from() -> None:
     assert text[start:end].endswith("}")
 
 
+def test_a_byte_order_mark_is_no_content() -> None:
+    assert _lines("\ufeff" + json.dumps({"allergies": ["latex"]})) == ["Allergies: latex."]
+
+
 def test_json_lines_are_read_one_resource_per_line() -> None:
     text = "\n".join(
         json.dumps(x)
