@@ -138,15 +138,20 @@ def _invalid_sources(message: str) -> InputError:
     return InputError(message, code=EXIT_INVALID, error="invalid_sources")
 
 
-def parse_sources(data: Any, *, where: str, max_chars: int | None = None) -> list[SourceChunk]:
-    """Source chunks from a JSON list of {"id", "text"[, "type", "similarity"]} objects.
+def parse_sources(
+    data: Any, *, where: str, max_chars: int | None = None, or_else: str = ""
+) -> list[SourceChunk]:
+    """Source chunks from a JSON list of {"id", "text"[, "type", "similarity"]} objects
+    (``or_else``: what else the caller would have taken, said when it is not such a list).
 
     Errors name the item and field that is wrong (``where[i].field``), never the text.
     """
     from core.grounding import SOURCE_TYPES, SourceChunk
 
     if not isinstance(data, list) or not data:
-        raise _invalid_sources(f"{where}: must be a non-empty JSON list of {{id, text}} objects")
+        raise _invalid_sources(
+            f"{where}: must be a non-empty JSON list of {{id, text}} objects{or_else}"
+        )
     chunks: list[SourceChunk] = []
     seen: set[str] = set()
     for i, item in enumerate(data):
@@ -179,9 +184,6 @@ def parse_sources(data: Any, *, where: str, max_chars: int | None = None) -> lis
     return chunks
 
 
-_SOURCE_FIELDS = frozenset({"id", "text", "type", "similarity"})
-
-
 def read_sources(
     paths: Sequence[Path],
     *,
@@ -190,9 +192,8 @@ def read_sources(
     file_id: Literal["name", "stem"] = "name",
 ) -> list[SourceChunk]:
     """Sources from files: a text file is one note (its id: the file name or stem), a .json
-    file a list of {"id", "text"} objects, or, when it holds one JSON object (a record, a FHIR
-    resource or Bundle), one document read as a structured record. Ids must be unique across
-    all files."""
+    file a list of {"id", "text"} objects or a FHIR resource or Bundle (one document, read as
+    a structured record). Ids must be unique across all files."""
     from core.grounding import SourceChunk
 
     chunks: list[SourceChunk] = []
@@ -202,9 +203,17 @@ def read_sources(
         text = read_text(path, what=what, max_bytes=max_bytes)
         if path.suffix.lower() == ".json":
             data = parse_json(text, what=what)
-            # an object of a source's own fields is a list of sources written wrong
-            if not isinstance(data, dict) or set(data) <= _SOURCE_FIELDS:
-                chunks.extend(parse_sources(data, where=what, max_chars=max_chars))
+            # a FHIR resource or Bundle names its type; any other object is a list of sources
+            # written wrong (and told so), not a record read as such by guess
+            if not (isinstance(data, dict) and isinstance(data.get("resourceType"), str)):
+                chunks.extend(
+                    parse_sources(
+                        data,
+                        where=what,
+                        max_chars=max_chars,
+                        or_else=", or a FHIR resource or Bundle",
+                    )
+                )
                 continue
             kind = "document"
         else:

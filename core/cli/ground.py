@@ -31,8 +31,8 @@ HELP = """Ground an answer's statements in source texts (phase 9 answer groundin
 
 ANSWER is a UTF-8 text file or - for stdin. Each --source is a text file (its name is its id)
 or a .json file holding a list of {"id", "text"} (optionally "type": note|document|message|
-transcript and "similarity") or one JSON object: a record, a FHIR resource or Bundle, read as
-sentences (so is a source text that is JSON, JSON Lines or a table). With --batch
+transcript and "similarity") or a FHIR resource or Bundle, read as sentences (so is any
+source text that is JSON, JSON Lines or a table). With --batch
 CASES.jsonl, each line is {"id", "answer", "sources": [{"id", "text"}]} and one result per
 line is written, with its id; the model is loaded once.
 
