@@ -529,7 +529,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 
-    import core.grounding.verifier as verifier_module
     from core.backends.embedder import get_embedder
     from core.grounding import GroundingVerifier
     from core.grounding.types import SourceChunk
@@ -545,41 +544,39 @@ def main(argv: list[str] | None = None) -> int:
             "note": [as_note(r)],
         }
         cases.append((texts, statements(r, rng)))
-    verifier = GroundingVerifier(embedder=get_embedder(), learned=support_model())
-    structured_reading = verifier_module.reading
+    embedder, model = get_embedder(), support_model()
+    verifiers = {
+        read: GroundingVerifier(embedder=embedder, learned=model, structured=read)
+        for read in (True, False)
+    }
     rows, details = [], {}
     for fmt in args.formats.split(","):
         for label, read in (("learned, structured reading", True), ("learned, raw text", False)):
             if fmt == "note" and not read:
                 continue
-            verifier_module.reading = structured_reading if read else (lambda text: None)
+            verifier = verifiers[read]
             labels, flags, risk = [], [], []
             kinds: dict[str, list[tuple[int, int]]] = defaultdict(list)
             started = time.perf_counter()
-            try:
-                for texts, items in cases:
-                    sources = [
-                        SourceChunk(f"s{i}", t, "document") for i, t in enumerate(texts[fmt])
-                    ]
-                    results = verifier.verify_statements([s for s, _ in items], sources)
-                    for (_, kind), res in zip(items, results, strict=True):
-                        bad = int(kind is not None)
-                        flag = int(not res.is_grounded)
-                        labels.append(bad)
-                        flags.append(flag)
-                        risk.append(
-                            1.0
-                            - (
-                                0.0
-                                if res.status == "contradicted"
-                                else res.support
-                                if res.support is not None
-                                else float(res.is_grounded)
-                            )
+            for texts, items in cases:
+                sources = [SourceChunk(f"s{i}", t, "document") for i, t in enumerate(texts[fmt])]
+                results = verifier.verify_statements([s for s, _ in items], sources)
+                for (_, kind), res in zip(items, results, strict=True):
+                    bad = int(kind is not None)
+                    flag = int(not res.is_grounded)
+                    labels.append(bad)
+                    flags.append(flag)
+                    risk.append(
+                        1.0
+                        - (
+                            0.0
+                            if res.status == "contradicted"
+                            else res.support
+                            if res.support is not None
+                            else float(res.is_grounded)
                         )
-                        kinds[kind or "true"].append((bad, flag))
-            finally:
-                verifier_module.reading = structured_reading
+                    )
+                    kinds[kind or "true"].append((bad, flag))
             p, rc, f1 = prf(labels, flags)
             real = [f for lab, f in zip(labels, flags, strict=True) if lab == 0]
             row = {

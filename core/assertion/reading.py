@@ -148,6 +148,9 @@ def _after_cue(toks: list[str], i: int) -> bool:
     return any(tuple(toks[i : i + len(p)]) == p for p in _POST_CUES.get(toks[i], ()))
 
 
+_ARTICLES = frozenset({"a", "an", "the", "any"})  # "ruled out a fracture"
+
+
 def _forward_cue(toks: list[str], i: int) -> bool:
     """Whether a cue that negates either way ("ruled out") starts at token ``i`` with a
     content word after it, which it then negates ("ruled out asthma", not "asthma was
@@ -156,14 +159,11 @@ def _forward_cue(toks: list[str], i: int) -> bool:
         k = i + len(p)
         if tuple(toks[i:k]) != p:
             continue
-        if k < len(toks) and toks[k] in _ARTICLES:  # "ruled out a fracture"
+        if k < len(toks) and toks[k] in _ARTICLES:
             k += 1
         if k < len(toks) and content_word(toks[k]):
             return True
     return False
-
-
-_ARTICLES = frozenset({"a", "an", "the", "any"})
 
 
 def _read_marks(toks: list[str], *, speech: bool) -> tuple[list[Mark], list[int]]:

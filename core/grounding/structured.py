@@ -30,9 +30,9 @@ import io
 import json
 import re
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["Reading", "reading"]
 
@@ -107,6 +107,7 @@ class _Arr:
 
 
 _Node = _Leaf | _Obj | _Arr
+T = TypeVar("T")
 _WS = re.compile(r"[\s\ufeff]*")
 
 
@@ -119,62 +120,67 @@ def _json_values(text: str) -> list[_Node] | None:
     with offsets; None unless all of the text is JSON and at least one value is an object or
     a list."""
     out: list[_Node] = []
-    i = _WS.match(text, 0).end()  # type: ignore[union-attr]
+    i = _skip(text, 0)
     try:
         while i < len(text):
             node, i = _parse(text, i, 0)
             out.append(node)
-            i = _WS.match(text, i).end()  # type: ignore[union-attr]
+            i = _skip(text, i)
     except (_NotJson, ValueError, RecursionError, IndexError):
         return None
     return out if any(not isinstance(n, _Leaf) for n in out) else None
 
 
+def _skip(s: str, i: int) -> int:
+    """The first position at or after ``i`` that is not whitespace."""
+    return _WS.match(s, i).end()  # type: ignore[union-attr]
+
+
 def _parse(s: str, i: int, depth: int) -> tuple[_Node, int]:
+    """The JSON value at ``s[i]`` with its offsets, and where it ends."""
     if depth > 64:
         raise _NotJson("nested too deep")
     c = s[i]
     if c == "{":
-        start = i
-        items: list[tuple[str, _Node]] = []
-        i = _WS.match(s, i + 1).end()  # type: ignore[union-attr]
-        if s[i] == "}":
-            return _Obj((), start, i + 1), i + 1
-        while True:
-            if s[i] != '"':
-                raise _NotJson("key")
-            key, i = _DECODER.raw_decode(s, i)
-            i = _WS.match(s, i).end()  # type: ignore[union-attr]
-            if s[i] != ":":
-                raise _NotJson("colon")
-            i = _WS.match(s, i + 1).end()  # type: ignore[union-attr]
-            value, i = _parse(s, i, depth + 1)
-            items.append((key, value))
-            i = _WS.match(s, i).end()  # type: ignore[union-attr]
-            if s[i] == "}":
-                return _Obj(tuple(items), start, i + 1), i + 1
-            if s[i] != ",":
-                raise _NotJson("comma")
-            i = _WS.match(s, i + 1).end()  # type: ignore[union-attr]
+        members, end = _items(s, i, "}", lambda j: _member(s, j, depth))
+        return _Obj(tuple(members), i, end), end
     if c == "[":
-        start = i
-        elements: list[_Node] = []
-        i = _WS.match(s, i + 1).end()  # type: ignore[union-attr]
-        if s[i] == "]":
-            return _Arr((), start, i + 1), i + 1
-        while True:
-            value, i = _parse(s, i, depth + 1)
-            elements.append(value)
-            i = _WS.match(s, i).end()  # type: ignore[union-attr]
-            if s[i] == "]":
-                return _Arr(tuple(elements), start, i + 1), i + 1
-            if s[i] != ",":
-                raise _NotJson("comma")
-            i = _WS.match(s, i + 1).end()  # type: ignore[union-attr]
+        elements, end = _items(s, i, "]", lambda j: _parse(s, j, depth + 1))
+        return _Arr(tuple(elements), i, end), end
     value, end = _DECODER.raw_decode(s, i)
     if isinstance(value, (dict, list)):  # raw_decode read a container we did not: not ours
         raise _NotJson("container")
     return _Leaf(value, i, end), end
+
+
+def _member(s: str, i: int, depth: int) -> tuple[tuple[str, _Node], int]:
+    """An object's ``"key": value`` at ``s[i]``."""
+    if s[i] != '"':
+        raise _NotJson("key")
+    key, i = _DECODER.raw_decode(s, i)
+    i = _skip(s, i)
+    if s[i] != ":":
+        raise _NotJson("colon")
+    value, i = _parse(s, _skip(s, i + 1), depth + 1)
+    return (key, value), i
+
+
+def _items(s: str, i: int, close: str, item: Callable[[int], tuple[T, int]]) -> tuple[list[T], int]:
+    """The comma-separated items of the object or array that opens at ``s[i]``, read by
+    ``item``, and the position after its closing bracket."""
+    out: list[T] = []
+    i = _skip(s, i + 1)
+    if s[i] == close:
+        return out, i + 1
+    while True:
+        value, i = item(i)
+        out.append(value)
+        i = _skip(s, i)
+        if s[i] == close:
+            return out, i + 1
+        if s[i] != ",":
+            raise _NotJson("comma")
+        i = _skip(s, i + 1)
 
 
 # --------------------------------------------------------------------------- sentences

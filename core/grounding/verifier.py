@@ -129,8 +129,10 @@ class _SourceIndex:
     (:func:`core.grounding.structured.reading`): ``sources`` hold what is read, ``readings``
     map it back to the chunk as given (:meth:`located`)."""
 
-    def __init__(self, sources: Sequence[SourceChunk], window: int) -> None:
-        self.readings = [reading(c.text) for c in sources]
+    def __init__(
+        self, sources: Sequence[SourceChunk], window: int, structured: bool = True
+    ) -> None:
+        self.readings = [reading(c.text) if structured else None for c in sources]
         self.sources = [
             c if r is None else SourceChunk(c.id, r.text, c.type, c.similarity)
             for c, r in zip(sources, self.readings, strict=True)
@@ -339,6 +341,8 @@ class GroundingVerifier:
         window: largest number of consecutive source sentences compared as one unit.
         candidates: best semantic candidates whose facts are checked per statement.
         split: ``statements`` splits coordinated claims; ``sentences`` keeps sentences whole.
+        structured: read a source that is a record (JSON, FHIR, a table) as sentences
+            (:mod:`core.grounding.structured`); False reads every source as raw text.
     """
 
     def __init__(
@@ -356,8 +360,10 @@ class GroundingVerifier:
         window: int = 3,
         candidates: int = 5,
         split: Literal["statements", "sentences"] = "statements",
+        structured: bool = True,
     ) -> None:
         params = tuned_parameters()
+        self.structured = structured
         self.embedder = embedder
         self.nli = nli
         self.llm = llm
@@ -412,6 +418,12 @@ class GroundingVerifier:
         Raises:
             ValueError: the answer is not a string or holds no statement; duplicate source ids.
         """
+        return self._verify_index(*self._prepare(answer, sources))
+
+    def _prepare(
+        self, answer: str, sources: Sequence[SourceChunk]
+    ) -> tuple[str, list[Span], _SourceIndex, float]:
+        """The checked answer, its statements, its sources' index and when this began."""
         started = time.perf_counter()
         if not isinstance(answer, str):
             raise ValueError("answer: must be a string")
@@ -419,7 +431,15 @@ class GroundingVerifier:
         if not statements:
             raise ValueError("answer: contains no statement to verify")
         _check_sources(sources)
-        index = _SourceIndex(sources, self.window)
+        return answer, statements, self._index(sources), started
+
+    def _index(self, sources: Sequence[SourceChunk]) -> _SourceIndex:
+        return _SourceIndex(sources, self.window, self.structured)
+
+    def _verify_index(
+        self, answer: str, statements: list[Span], index: _SourceIndex, started: float
+    ) -> GroundingResult:
+        sources = index.sources
         checks: dict[str, CheckStatus] = {}
         warnings: list[str] = []
         results = self._verify_all(statements, index, checks, warnings)
@@ -442,7 +462,7 @@ class GroundingVerifier:
         if not isinstance(statement, str) or not statement.strip():
             raise ValueError("statement: must be a non-empty string")
         _check_sources(sources)
-        index = _SourceIndex(sources, self.window)
+        index = self._index(sources)
         span = Span(statement, 0, len(statement))
         return self._verify_all([span], index, {}, [])[0]
 
@@ -459,24 +479,24 @@ class GroundingVerifier:
                 raise ValueError(f"statements[{i}]: must be a non-empty string")
             spans.append(Span(statement, 0, len(statement)))
         _check_sources(sources)
-        index = _SourceIndex(sources, self.window)
+        index = self._index(sources)
         return self._verify_all(spans, index, {}, [])
 
     def verify_batch(
         self, cases: Sequence[tuple[str, Sequence[SourceChunk]]]
     ) -> list[GroundingResult]:
-        """Ground many answers; all texts are embedded in one pass first (fewer model calls)."""
+        """Ground many answers; all texts are embedded in one pass first (fewer model calls).
+        Each answer's sources are split (and a structured one read) once, for both passes."""
+        prepared = [self._prepare(answer, sources) for answer, sources in cases]
         if self.embedder is not None:
-            texts: list[str] = []
-            for answer, sources in cases:
-                texts.extend(s.text for s in self.split_statements(answer))
-                for chunk in sources:
-                    read = reading(chunk.text)
-                    text = chunk.text if read is None else read.text
-                    texts.extend(s.text for s in split_sentences(text))
+            texts = [
+                text
+                for _, statements, index, _ in prepared
+                for text in (*(s.text for s in statements), *index.sentence_texts())
+            ]
             if texts:
                 self.embedder.encode(list(dict.fromkeys(texts)))
-        return [self.verify(answer, sources) for answer, sources in cases]
+        return [self._verify_index(*p) for p in prepared]
 
     def evidence_texts(
         self, statements: Sequence[str], sources: Sequence[SourceChunk]
@@ -485,7 +505,7 @@ class GroundingVerifier:
         (the same retrieval, so that what a model is trained on is what it is shown; without
         an embedder, passages are found by their words alone)."""
         _check_sources(sources)
-        index = _SourceIndex(sources, self.window)
+        index = self._index(sources)
         if not index.passages:
             return ["" for _ in statements]
         vectors = None if self.embedder is None else index.embed(self.embedder, list(statements))

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from core.cli import app
 from core.config import reset_settings_cache
+from tests.fhir_records import METFORMIN, bundle_text
 
 NOTE = (
     "Takes metformin 500 mg twice daily. He denies chest pain. "
@@ -176,30 +177,8 @@ def test_missing_files_and_options(files: dict[str, Path], tmp_path: Path) -> No
 def test_a_fhir_bundle_file_is_read_as_a_structured_record(
     files: dict[str, Path], tmp_path: Path
 ) -> None:
-    bundle = {
-        "resourceType": "Bundle",
-        "type": "collection",
-        "entry": [
-            {
-                "resource": {
-                    "resourceType": "MedicationStatement",
-                    "status": "active",
-                    "medicationCodeableConcept": {
-                        "coding": [
-                            {
-                                "system": "http://www.nlm.nih.gov/research/umls/rxnorm",
-                                "code": "860975",
-                                "display": "metformin",
-                            }
-                        ]
-                    },
-                    "dosage": [{"text": "500 mg twice daily"}],
-                }
-            }
-        ],
-    }
     record = tmp_path / "record.json"
-    text = json.dumps(bundle, indent=2)
+    text = bundle_text(METFORMIN)
     record.write_text(text, encoding="utf-8")
     code, out, _ = run("ground", str(files["answer"]), "--source", str(record), "--json")
     assert code == 0, out

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from core.grounding import GroundingVerifier, SourceChunk
 from core.grounding.splits import ACI_TEST, MTS_TEST, split_of
+from tests.fhir_records import METFORMIN, bundle_text
 
 pytestmark = pytest.mark.model
 
@@ -191,54 +193,30 @@ def test_shipped_manifest_names_no_test_file() -> None:
             assert split_of(dataset, name, "1") == "train"
 
 
-RECORD = {
-    "resourceType": "Bundle",
-    "type": "collection",
-    "entry": [
-        {"resource": r}
-        for r in (
-            {
-                "resourceType": "AllergyIntolerance",
-                "clinicalStatus": {"coding": [{"code": "active"}]},
-                "verificationStatus": {"coding": [{"code": "confirmed"}]},
-                "code": {"coding": [{"system": "http://snomed.info/sct", "display": "Penicillin"}]},
-                "reaction": [{"manifestation": [{"text": "hives"}]}],
-            },
-            {
-                "resourceType": "MedicationStatement",
-                "status": "active",
-                "medicationCodeableConcept": {
-                    "coding": [
-                        {
-                            "system": "http://www.nlm.nih.gov/research/umls/rxnorm",
-                            "code": "860975",
-                            "display": "metformin",
-                        }
-                    ]
-                },
-                "dosage": [{"text": "500 mg by mouth twice daily"}],
-            },
-            {
-                "resourceType": "Observation",
-                "code": {
-                    "coding": [
-                        {
-                            "system": "http://loinc.org",
-                            "code": "4548-4",
-                            "display": "Hemoglobin A1c",
-                        }
-                    ]
-                },
-                "valueQuantity": {"value": 7.8, "unit": "%"},
-            },
-            {
-                "resourceType": "Condition",
-                "clinicalStatus": {"coding": [{"code": "active"}]},
-                "code": {"text": "type 2 diabetes mellitus"},
-            },
-        )
-    ],
-}
+RECORD = bundle_text(
+    {
+        "resourceType": "AllergyIntolerance",
+        "clinicalStatus": {"coding": [{"code": "active"}]},
+        "verificationStatus": {"coding": [{"code": "confirmed"}]},
+        "code": {"coding": [{"system": "http://snomed.info/sct", "display": "Penicillin"}]},
+        "reaction": [{"manifestation": [{"text": "hives"}]}],
+    },
+    METFORMIN,
+    {
+        "resourceType": "Observation",
+        "code": {
+            "coding": [
+                {"system": "http://loinc.org", "code": "4548-4", "display": "Hemoglobin A1c"}
+            ]
+        },
+        "valueQuantity": {"value": 7.8, "unit": "%"},
+    },
+    {
+        "resourceType": "Condition",
+        "clinicalStatus": {"coding": [{"code": "active"}]},
+        "code": {"text": "type 2 diabetes mellitus"},
+    },
+)
 
 
 @pytest.mark.parametrize(
@@ -257,12 +235,29 @@ RECORD = {
 def test_a_fhir_record_is_read_as_sentences(
     verifier: GroundingVerifier, statement: str, grounded: bool
 ) -> None:
-    import json
-
-    text = json.dumps(RECORD, indent=2)
-    (result,) = verifier.verify_statements([statement], [SourceChunk("record", text, "document")])
+    source = [SourceChunk("record", RECORD, "document")]
+    (result,) = verifier.verify_statements([statement], source)
     assert result.is_grounded is grounded, (result.status, result.reason, result.signals)
-    if result.evidence_start is not None:  # the evidence is located in the record as stored
-        located = json.loads(text[result.evidence_start : result.evidence_end])
-        assert "resourceType" in located
-        assert "http" not in (result.supporting_evidence or "")
+    # the evidence is the sentence read, located in the record as stored
+    assert result.evidence_start is not None
+    located = json.loads(RECORD[result.evidence_start : result.evidence_end])
+    assert "resourceType" in located
+    assert "http" not in (result.supporting_evidence or "")
+
+
+def test_structured_reading_can_be_turned_off_and_a_batch_reads_alike(
+    verifier: GroundingVerifier,
+) -> None:
+    answer = "She takes metformin 500 mg twice daily. Her HbA1c is 6.1%."
+    source = [SourceChunk("record", RECORD, "document")]
+    one = verifier.verify(answer, source)
+    (batch,) = verifier.verify_batch([(answer, source)])
+    assert [s.status for s in batch.statements] == [s.status for s in one.statements]
+    assert [s.evidence_start for s in batch.statements] == [
+        s.evidence_start for s in one.statements
+    ]
+    raw = GroundingVerifier(
+        embedder=verifier.embedder, learned=verifier.learned, structured=False
+    ).verify(answer, source)
+    assert any("{" in (s.supporting_evidence or "") for s in raw.statements)
+    assert not any("{" in (s.supporting_evidence or "") for s in one.statements)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from core.grounding.structured import MAX_CHARS, reading
+from tests.fhir_records import bundle_text
 
 ALLERGY = {
     "resourceType": "AllergyIntolerance",
@@ -32,11 +33,6 @@ ALLERGY = {
 }
 
 
-def _bundle(*resources: dict) -> str:
-    entries = [{"fullUrl": f"urn:uuid:{i}", "resource": r} for i, r in enumerate(resources)]
-    return json.dumps({"resourceType": "Bundle", "type": "collection", "entry": entries}, indent=2)
-
-
 def _lines(text: str) -> list[str]:
     r = reading(text)
     assert r is not None
@@ -44,7 +40,7 @@ def _lines(text: str) -> list[str]:
 
 
 def test_fhir_allergy_reads_as_a_sentence_without_codes_or_urls() -> None:
-    [line] = _lines(_bundle(ALLERGY))
+    [line] = _lines(bundle_text(ALLERGY))
     assert line.startswith("Allergy to Penicillin")
     for said in ("hives", "criticality high", "status active"):
         assert said in line
@@ -59,7 +55,7 @@ def test_fhir_refuted_allergy_and_condition_read_as_denials() -> None:
         "verificationStatus": {"coding": [{"code": "refuted"}]},
         "code": {"text": "asthma"},
     }
-    lines = _lines(_bundle(refuted, condition))
+    lines = _lines(bundle_text(refuted, condition))
     assert lines == [
         "The patient is not allergic to Penicillin (refuted).",
         "The patient does not have asthma (refuted).",
@@ -67,7 +63,7 @@ def test_fhir_refuted_allergy_and_condition_read_as_denials() -> None:
 
 
 def test_fhir_medications_observations_and_family_history() -> None:
-    text = _bundle(
+    text = bundle_text(
         {
             "resourceType": "MedicationStatement",
             "status": "not-taken",
