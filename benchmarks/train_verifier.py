@@ -180,6 +180,11 @@ def main() -> None:
         default=0.0,
         help="passed to verifier_data.py when the pairs are built (0: the shipped model's)",
     )
+    parser.add_argument(
+        "--both-turned",
+        action="store_true",
+        help="passed to verifier_data.py: the statement turned round against that evidence too",
+    )
     args = parser.parse_args()
     stages = args.stages.split(",")
     command = "python benchmarks/train_verifier.py " + " ".join(sys.argv[1:])
@@ -197,6 +202,7 @@ def main() -> None:
                 str(args.pairs),
                 "--evidence-negation-share",
                 str(args.evidence_negation_share),
+                *(["--both-turned"] if args.both_turned else []),
             ],
             check=True,
         )

@@ -20,7 +20,10 @@ label. With ``--evidence-negation-share`` (0 by default, which builds the shippe
 pairs), that share of the positives is also shown against its evidence turned round where it
 says them ("reports chest pain" -> "denies chest pain", the "yes" that answers "any chest
 pain?" made "no"), so that the model reads whether the evidence says a thing or its
-opposite, not only that it speaks of it (about one positive in seven can be turned so).
+opposite, not only that it speaks of it (about one positive in seven can be turned so); with
+``--both-turned`` also the statement turned round against that evidence, as a positive
+(where both turn the same words), so that of the four readings of one fact neither the
+statement's form nor the evidence's tells the label.
 MedHallu answers (ground truth and hallucinated) against their
 knowledge. The general claim/evidence corpora come from ``verifier_corpora.py``.
 
@@ -244,10 +247,12 @@ def encounter_rows(
     foreign: Sequence[str],
     counts: Counter[str],
     turned_share: float = 0.0,
+    both_turned: bool = False,
 ) -> list[Row]:
     """Positives, generated negatives, a foreign sentence and an off-passage pair; with
     ``turned_share``, that share of the positives also against their evidence turned round
-    (:func:`negated_evidence`), as negatives."""
+    (:func:`negated_evidence`), as negatives, and with ``both_turned`` the statement turned
+    round against that evidence as a positive (:func:`negated_statement_and_evidence`)."""
     from core.grounding import SourceChunk
     from core.grounding.support import novelty
     from core.text import split_statements
@@ -294,6 +299,13 @@ def encounter_rows(
         if turn.random() < turned_share and (denied := negated_evidence(s, ev)):
             counts["evidence turned round (negative)"] += 1
             rows.append(Row(s, denied, 0, enc.dataset, enc.split, "evidence_negated"))
+            # and the statement turned round too, where both turn the same words: the
+            # evidence turned round says it (the four readings of one fact, so that neither
+            # how the statement reads nor how the evidence reads tells the label)
+            both = negated_statement_and_evidence(s, ev) if both_turned else None
+            if both is not None:
+                counts["statement and evidence turned round (positive)"] += 1
+                rows.append(Row(both[0], both[1], 1, enc.dataset, enc.split, "negation_said"))
     # a positive against a passage of its visit that does not say it
     for s, ev in kept[: max(1, len(kept) // 8)]:
         other = [r.evidence for r in rows if r.evidence != ev and novelty(s, [r.evidence]) > 0.6]
@@ -306,14 +318,34 @@ _REPLY_RE = re.compile(r"^(\W*(?:\[\w+\]|\w+:)?\W*)(no|nope|yes|yeah|yep)\b", re
 _SCOPE_WORDS = 4  # a negation governs the words just after it
 
 
-def negated_evidence(statement: str, evidence: str) -> str | None:
+def negated_statement_and_evidence(statement: str, evidence: str) -> tuple[str, str] | None:
+    """The statement and its evidence both turned round, so that the one says the other:
+    the statement by its first word that says something is present or absent ("denies chest
+    pain" -> "reports chest pain"; no copula or auxiliary), the evidence by
+    :func:`negated_evidence` on the words that word governs. None where either cannot be
+    turned, or where the two turn different things ("denies smoking" in a statement whose
+    evidence is turned round on its asthma)."""
+    from core.grounding.perturb import negation_cue, turned_round
+    from core.grounding.support import statement_words
+
+    cue = negation_cue(statement, generic=False)
+    turned = turned_round(statement, cue)
+    if cue is None or turned is None:
+        return None
+    scope = {k for k, _ in statement_words(" ".join(statement[cue[1] :].split()[:_SCOPE_WORDS]))}
+    denied = negated_evidence(statement, evidence, about=scope) if scope else None
+    return (turned, denied) if denied is not None else None
+
+
+def negated_evidence(statement: str, evidence: str, *, about: set[str] | None = None) -> str | None:
     """``evidence`` with the sentence that says ``statement`` turned round, so that it says
     the opposite: the sentence sharing the most of the statement's content words
     flipped by the negation table where the flipped word governs one of them
     ("reports chest pain" -> "denies chest pain"), or, for a question ("any chest pain?"),
     the yes or no that answers it. The sentence must share at least half of the statement's
     content words. None where that cannot be done, or where the rest of the evidence alone
-    still says half of the statement's words (it might still support it)."""
+    still says half of the statement's words (it might still support it); with ``about``
+    (content-word keys), also where the words turned round name none of them."""
     from core.assertion import is_question
     from core.grounding.perturb import negation_cue, turned_round
     from core.grounding.support import evidence_keys, novelty, statement_words
@@ -332,8 +364,10 @@ def negated_evidence(statement: str, evidence: str) -> str | None:
     cue = negation_cue(target.text)
     if cue is not None:
         after = " ".join(target.text[cue[1] :].split()[:_SCOPE_WORDS])
-        new = turned_round(target.text, cue) if keys & evidence_keys(after) else None
+        new = turned_round(target.text, cue) if (about or keys) & evidence_keys(after) else None
     elif is_question(target.text) and best + 1 < len(sentences):
+        if about is not None and not about & evidence_keys(target.text):
+            return None
         target = sentences[best + 1]
         said = Span(evidence[said.start : target.end], said.start, target.end)
         m = _REPLY_RE.match(target.text)
@@ -447,11 +481,16 @@ def build(
     general_limit: int,
     parts: Sequence[str],
     turned_share: float = 0.0,
+    both_turned: bool = False,
 ) -> Iterator[Row]:
     """Every pair of the chosen ``parts``: clinical, then MedHallu, then the general corpora."""
     if "clinical" in parts:
         yield from clinical_rows(
-            data, seed=seed, augmented_share=augmented_share, turned_share=turned_share
+            data,
+            seed=seed,
+            augmented_share=augmented_share,
+            turned_share=turned_share,
+            both_turned=both_turned,
         )
     if "medhallu" in parts:
         yield from medhallu_rows(data, _verifier())
@@ -473,7 +512,12 @@ def _verifier() -> Any:
 
 
 def clinical_rows(
-    data: Path, *, seed: int, augmented_share: float, turned_share: float = 0.0
+    data: Path,
+    *,
+    seed: int,
+    augmented_share: float,
+    turned_share: float = 0.0,
+    both_turned: bool = False,
 ) -> Iterator[Row]:
     """The pairs of every ACI-Bench, MTS-Dialog and PriMock57 train/dev encounter."""
     from core.text import split_statements
@@ -496,7 +540,7 @@ def clinical_rows(
             for s in split_statements(o.note)
             if len(s.text.split()) >= MIN_WORDS
         ]
-        yield from encounter_rows(enc, verifier, rng, foreign, counts, turned_share)
+        yield from encounter_rows(enc, verifier, rng, foreign, counts, turned_share, both_turned)
         if n % 200 == 0:
             print(f"  clinical encounters {n}/{len(encounters)}", file=sys.stderr, flush=True)
     for key, value in counts.items():
@@ -515,6 +559,11 @@ def main() -> None:
         default=0.0,
         help="share of positives also shown against their evidence turned round (negatives)",
     )
+    parser.add_argument(
+        "--both-turned",
+        action="store_true",
+        help="with it, the statement turned round too, against that evidence (positives)",
+    )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     counts: Counter[tuple[str, str, int]] = Counter()
@@ -527,6 +576,7 @@ def main() -> None:
             general_limit=args.general_limit,
             parts=args.parts.split(","),
             turned_share=args.evidence_negation_share,
+            both_turned=args.both_turned,
         ):
             assert row.split in ("train", "dev"), row.split
             fh.write(json.dumps(asdict(row), ensure_ascii=False) + "\n")

@@ -287,6 +287,36 @@ def test_evidence_turned_round_says_the_opposite(
     assert _verifier_data().negated_evidence(statement, evidence) == turned
 
 
+@pytest.mark.parametrize(
+    ("statement", "evidence", "both"),
+    [
+        (  # the answer to the question turned round, and the statement's denial
+            "She denies fever or chills.",
+            "Doctor: Any fever or chills? Patient: No. Doctor: Good.",
+            (
+                "She reports fever or chills.",
+                "Doctor: Any fever or chills? Patient: Yes. Doctor: Good.",
+            ),
+        ),
+        (
+            "There is no chest pain.",
+            "Patient: There is no chest pain today. Doctor: Okay.",
+            ("There is a chest pain.", "Patient: There is a chest pain today. Doctor: Okay."),
+        ),
+        (  # the statement turns its smoking, the evidence could only turn its asthma
+            "She has asthma and denies smoking.",
+            "[doctor] do you have asthma ? [patient] yes , since i was a kid .",
+            None,
+        ),
+        ("She has asthma.", "[doctor] do you have asthma ? [patient] yes .", None),  # a copula
+    ],
+)
+def test_statement_and_evidence_turned_round_together_still_agree(
+    statement: str, evidence: str, both: tuple[str, str] | None
+) -> None:
+    assert _verifier_data().negated_statement_and_evidence(statement, evidence) == both
+
+
 def test_counterfactual_lines_follow_the_transcript_style() -> None:
     vd = _verifier_data()
     line = "Doctor: Any family history? Patient: Yes, my mother had COPD."
