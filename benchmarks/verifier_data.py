@@ -364,7 +364,8 @@ def negated_evidence(statement: str, evidence: str, *, about: set[str] | None = 
     cue = negation_cue(target.text)
     if cue is not None:
         after = " ".join(target.text[cue[1] :].split()[:_SCOPE_WORDS])
-        new = turned_round(target.text, cue) if (about or keys) & evidence_keys(after) else None
+        held = keys if about is None else about  # the words the turned word must govern
+        new = turned_round(target.text, cue) if held & evidence_keys(after) else None
     elif is_question(target.text) and best + 1 < len(sentences):
         if about is not None and not about & evidence_keys(target.text):
             return None

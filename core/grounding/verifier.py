@@ -418,27 +418,28 @@ class GroundingVerifier:
         Raises:
             ValueError: the answer is not a string or holds no statement; duplicate source ids.
         """
-        return self._verify_index(*self._prepare(answer, sources))
+        started = time.perf_counter()
+        return self._verify_index(*self._prepare(answer, sources), started=started)
 
     def _prepare(
         self, answer: str, sources: Sequence[SourceChunk]
-    ) -> tuple[str, list[Span], _SourceIndex, float]:
-        """The checked answer, its statements, its sources' index and when this began."""
-        started = time.perf_counter()
+    ) -> tuple[str, list[Span], _SourceIndex]:
+        """The checked answer, its statements and its sources' index."""
         if not isinstance(answer, str):
             raise ValueError("answer: must be a string")
         statements = self.split_statements(answer)
         if not statements:
             raise ValueError("answer: contains no statement to verify")
         _check_sources(sources)
-        return answer, statements, self._index(sources), started
+        return answer, statements, self._index(sources)
 
     def _index(self, sources: Sequence[SourceChunk]) -> _SourceIndex:
         return _SourceIndex(sources, self.window, self.structured)
 
     def _verify_index(
-        self, answer: str, statements: list[Span], index: _SourceIndex, started: float
+        self, answer: str, statements: list[Span], index: _SourceIndex, *, started: float
     ) -> GroundingResult:
+        """Ground the prepared answer (``started``: when its own check began, for the log)."""
         sources = index.sources
         checks: dict[str, CheckStatus] = {}
         warnings: list[str] = []
@@ -491,12 +492,13 @@ class GroundingVerifier:
         if self.embedder is not None:
             texts = [
                 text
-                for _, statements, index, _ in prepared
+                for _, statements, index in prepared
                 for text in (*(s.text for s in statements), *index.sentence_texts())
             ]
             if texts:
                 self.embedder.encode(list(dict.fromkeys(texts)))
-        return [self._verify_index(*p) for p in prepared]
+        # each answer's log line times its own check, not the batch's preparation before it
+        return [self._verify_index(*p, started=time.perf_counter()) for p in prepared]
 
     def evidence_texts(
         self, statements: Sequence[str], sources: Sequence[SourceChunk]
