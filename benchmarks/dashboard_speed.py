@@ -93,6 +93,9 @@ def _rows(n: int, seed: int = 11) -> tuple[list[tuple[Any, ...]], list[tuple[Any
                     "semantic_match",
                     round(r, 6),
                     at,
+                    at,  # the answer's time, model and patient, as store_conversation copies
+                    conv[-1][6],
+                    conv[-1][2],
                 )
             )
     return conv, stmts
@@ -107,7 +110,7 @@ CONV_COLS = (
 STMT_COLS = (
     'id, conversation_id, statement, statement_index, start, "end", is_grounded, '
     "status, source_chunk_id, supporting_evidence, grounding_confidence, "
-    "verification_method, risk, verified_at"
+    "verification_method, risk, verified_at, query_timestamp, model_used, patient_id"
 )
 ROLLUP_SQL = """
 INSERT INTO quality_daily (day, model_used, patient_id, n, n_flagged, n_grounding,
@@ -195,7 +198,14 @@ def _fill(url: str, n: int) -> str:
                 c.execute(
                     ins,
                     [
-                        dict(zip(scols, (*r[:13], r[13].replace(tzinfo=None)), strict=True))
+                        dict(
+                            zip(
+                                scols,
+                                (*r[:13], r[13].replace(tzinfo=None), r[14].replace(tzinfo=None))
+                                + r[15:],
+                                strict=True,
+                            )
+                        )
                         for r in stmts[i : i + 20_000]
                     ],
                 )

@@ -38,6 +38,8 @@ def _score_check(table: str, *cols: str) -> list[CheckConstraint]:
 
 
 _FLAGGED = text("status IN ('unsupported', 'contradicted')")
+# what the statements' time index carries on PostgreSQL (the queue's order, filters and counts)
+STATEMENT_TIME_INCLUDE = ("id", "status", "risk", "kind", "severity", "model_used", "patient_id")
 
 
 def _ts(nullable: bool = False, index: bool = False) -> Any:
@@ -208,6 +210,13 @@ class StatementCheck(SQLModel, table=True):
             sqlite_where=_FLAGGED,
             postgresql_where=_FLAGGED,
         ),
+        # The review queue, its filter counts and the risk histogram by date range, without
+        # a join to the conversations (migration 0012): on PostgreSQL an index-only scan
+        Index(
+            "idx_statement_time",
+            "query_timestamp",
+            postgresql_include=list(STATEMENT_TIME_INCLUDE),
+        ),
     )
 
     id: int | None = _pk()
@@ -242,6 +251,12 @@ class StatementCheck(SQLModel, table=True):
     # one whose text was gone when kinds came (migration 0003): shown as "unclassified"
     kind: str | None = Field(default=None, sa_column=Column(String(20)))
     severity: str | None = Field(default=None, sa_column=Column(String(10)))
+    # copies of the answer's time, model and patient (set by store_conversation, the one
+    # writer; an answer's edit replaces its statements), so that the review queue and its
+    # filters read this table alone; NULL only on a row written around store_conversation
+    query_timestamp: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    model_used: str | None = Field(default=None, sa_column=Column(String(200)))
+    patient_id: str | None = Field(default=None, sa_column=Column(String(64)))
     verified_at: datetime = _ts()
 
 

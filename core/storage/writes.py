@@ -224,16 +224,26 @@ def store_conversation(
         session.add(conv)
     session.flush()
     for row in bundle.children():
-        if hasattr(row, "conversation_id"):
-            row.conversation_id = conv.id
-        if isinstance(row, ConsistencyCheck):
-            row.current_conversation_id = conv.id
+        _attach(row, conv)
         session.add(row)
     _rollup(session, conv, +1)
     session.flush()
     if reviewed:
         _reattach_reviews(session, reviewed, bundle.statements)
     return StoreOutcome(status, conv.id)
+
+
+def _attach(row: Any, conv: Conversation) -> None:
+    """A check row made the conversation's: its id, and on a statement the copies of the
+    answer's time, model and patient that the review queue reads without a join."""
+    if isinstance(row, ConsistencyCheck):
+        row.current_conversation_id = conv.id
+    elif hasattr(row, "conversation_id"):
+        row.conversation_id = conv.id
+    if isinstance(row, StatementCheck):
+        row.query_timestamp = conv.query_timestamp
+        row.model_used = conv.model_used
+        row.patient_id = conv.patient_id
 
 
 StatementKey = tuple[str, int]
@@ -363,12 +373,8 @@ def store_many(
         )
         children: dict[Any, list[dict[str, Any]]] = {}
         for b in fresh:
-            cid = b.conversation.id
             for row in b.children():
-                if isinstance(row, ConsistencyCheck):
-                    row.current_conversation_id = cid
-                else:
-                    row.conversation_id = cid
+                _attach(row, b.conversation)
                 children.setdefault(type(row).__table__, []).append(_row(row))
         for table, values in children.items():
             # rows without an optional key must not share a statement with rows that have it

@@ -334,6 +334,8 @@ NOT_PATIENT_TEXT = {
         "statement_hash",
         "kind",
         "severity",
+        "model_used",  # copies of the conversation's own (not patient text there either)
+        "patient_id",
     },
     "review": {"conversation_id", "reviewer", "verdict"},
     # an API key's name (who uses it), the SHA-256 of its token and its scopes
