@@ -251,9 +251,10 @@ class StatementCheck(SQLModel, table=True):
     # one whose text was gone when kinds came (migration 0003): shown as "unclassified"
     kind: str | None = Field(default=None, sa_column=Column(String(20)))
     severity: str | None = Field(default=None, sa_column=Column(String(10)))
-    # copies of the answer's time, model and patient (set by store_conversation, the one
-    # writer; an answer's edit replaces its statements), so that the review queue and its
-    # filters read this table alone; NULL only on a row written around store_conversation
+    # copies of the answer's time, model and patient (set by core.storage.writes wherever it
+    # stores a conversation's rows; an answer's edit writes its statements again), so that
+    # the review queue and its filters read this table alone; NULL only on a row written
+    # around those functions
     query_timestamp: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     model_used: str | None = Field(default=None, sa_column=Column(String(200)))
     patient_id: str | None = Field(default=None, sa_column=Column(String(64)))

@@ -8,8 +8,8 @@ The review queue, its filter counts and the calibration page's risk histogram se
 statements by their answer's date range, model and patient. Joined to ``conversation`` for
 that, each read looked up every answer of the range (~82,000 for a month on 1,000,000
 conversations) one by one: 0.3-0.6 s a read on PostgreSQL, several per page. With the three
-columns copied onto the statement (``store_conversation`` writes them; an edited answer's
-statements are written again) and an index on the time that carries what those reads use,
+columns copied onto the statement (``core.storage.writes`` writes them with every stored
+conversation; an edited answer's statements are written again) and an index on the time that carries what those reads use,
 they are one index range scan. Existing rows are filled from their conversations here.
 """
 
