@@ -453,7 +453,6 @@ def conversation_rows(
                         st == "grounded",
                         st,
                         "note-1",
-                        None,
                         "Continues the medication." if st == "grounded" else None,
                         None,
                         None,
@@ -462,6 +461,9 @@ def conversation_rows(
                         None,
                         statement_risk(st, conf),
                         ts(at),
+                        ts(at),  # the answer's time, model and patient, as the writer copies
+                        MODELS[int(cols.model[i])],
+                        f"p-{int(cols.patient[i]):05d}",
                     )
                 )
         yield convs, stmts
@@ -476,8 +478,9 @@ _CONV_COLS = (
 )
 _SC_COLS = (
     'id, conversation_id, statement, statement_index, start, "end", is_grounded, status, '
-    "source_chunk_id, source_text, supporting_evidence, evidence_start, evidence_end, "
-    "grounding_confidence, verification_method, reason, risk, verified_at"
+    "source_chunk_id, supporting_evidence, evidence_start, evidence_end, "
+    "grounding_confidence, verification_method, reason, risk, verified_at, "
+    "query_timestamp, model_used, patient_id"
 )
 _QD_COLS = (
     "day, model_used, patient_id, n, n_flagged, n_grounding, sum_grounding, n_consistency, "
@@ -560,7 +563,7 @@ def bulk_load(db: Scratch, n: int, *, patients: int, days: int, seed: int) -> di
                     convs,
                 )
                 cur.executemany(
-                    f"INSERT INTO statement_check ({_SC_COLS}) VALUES ({', '.join('?' * 18)})",
+                    f"INSERT INTO statement_check ({_SC_COLS}) VALUES ({', '.join('?' * 20)})",
                     stmts,
                 )
                 n_statements += len(stmts)

@@ -40,6 +40,7 @@ def _score_check(table: str, *cols: str) -> list[CheckConstraint]:
 _FLAGGED = text("status IN ('unsupported', 'contradicted')")
 # what the statements' time index carries on PostgreSQL (the queue's order, filters and counts)
 STATEMENT_TIME_INCLUDE = ("id", "status", "risk", "kind", "severity", "model_used", "patient_id")
+STATEMENT_PATIENT_INCLUDE = ("id", "risk", "kind", "severity", "model_used")
 
 
 def _ts(nullable: bool = False, index: bool = False) -> Any:
@@ -216,6 +217,15 @@ class StatementCheck(SQLModel, table=True):
             "idx_statement_time",
             "query_timestamp",
             postgresql_include=list(STATEMENT_TIME_INCLUDE),
+        ),
+        # and a patient's flagged statements (a patient's queue over all time reads only them)
+        Index(
+            "idx_statement_patient",
+            "patient_id",
+            "query_timestamp",
+            postgresql_include=list(STATEMENT_PATIENT_INCLUDE),
+            sqlite_where=_FLAGGED,
+            postgresql_where=_FLAGGED,
         ),
     )
 

@@ -100,7 +100,7 @@ def test_statements_stored_before_the_migration_get_their_answers_copies(db_url:
     migrate(db_url, "head")
     assert copies(engine) == [(DAY, "model-a", "p-1")]
     indexes = {i["name"] for i in inspect(engine).get_indexes("statement_check")}
-    assert "idx_statement_time" in indexes
+    assert {"idx_statement_time", "idx_statement_patient"} <= indexes
     with read_session(engine) as s:  # and the queue finds it by its answer's day
         rows, total = repo.flagged_statements(
             session=s, filters=Filters(DAY - timedelta(hours=1), DAY + timedelta(hours=1))

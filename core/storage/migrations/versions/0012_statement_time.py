@@ -1,4 +1,5 @@
-"""statement_check carries its answer's time, model and patient, with an index on the time
+"""statement_check carries its answer's time, model and patient, with an index on the time and
+one on the patient and time of the flagged statements
 
 Revision ID: 0012
 Revises: 0011
@@ -9,8 +10,12 @@ statements by their answer's date range, model and patient. Joined to ``conversa
 that, each read looked up every answer of the range (~82,000 for a month on 1,000,000
 conversations) one by one: 0.3-0.6 s a read on PostgreSQL, several per page. With the three
 columns copied onto the statement (``core.storage.writes`` writes them with every stored
-conversation; an edited answer's statements are written again) and an index on the time that carries what those reads use,
-they are one index range scan. Existing rows are filled from their conversations here.
+conversation; an edited answer's statements are written again) and an index on the time that
+carries what those reads use, they are one index range scan; one on the patient and time of
+the flagged statements keeps a patient's queue over all time to the patient's own rows (only
+the flagged ones, so that an import writes as little more as it can: ~3 % slower on SQLite
+with it, ~10 % had it held every statement). Existing rows are filled
+from their conversations here.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 INCLUDE = ["id", "status", "risk", "kind", "severity", "model_used", "patient_id"]
+PATIENT_INCLUDE = ["id", "risk", "kind", "severity", "model_used"]
+FLAGGED = sa.text("status IN ('unsupported', 'contradicted')")
 
 
 def upgrade() -> None:
@@ -54,9 +61,18 @@ def upgrade() -> None:
     op.create_index(
         "idx_statement_time", "statement_check", ["query_timestamp"], postgresql_include=INCLUDE
     )
+    op.create_index(
+        "idx_statement_patient",
+        "statement_check",
+        ["patient_id", "query_timestamp"],
+        postgresql_include=PATIENT_INCLUDE,
+        sqlite_where=FLAGGED,
+        postgresql_where=FLAGGED,
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("idx_statement_patient", table_name="statement_check")
     op.drop_index("idx_statement_time", table_name="statement_check")
     with op.batch_alter_table("statement_check") as batch:
         batch.drop_column("patient_id")
