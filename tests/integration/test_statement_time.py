@@ -7,56 +7,24 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from alembic import command
 from sqlalchemy import inspect, select, text
 from sqlalchemy.engine import Engine
 
 from core.storage import models as m
 from core.storage import repo
-from core.storage.db import alembic_config, get_engine, read_session, write_session
+from core.storage.db import read_session, write_session
 from core.storage.queries import Filters
+from tests.integration.test_search_migration import migrate
+from tests.integration.test_storage import _bundle
 
 DAY = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
-def migrate(url: str, revision: str, *, down: bool = False) -> Engine:
-    engine = get_engine(url)
-    cfg = alembic_config(url)
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        (command.downgrade if down else command.upgrade)(cfg, revision)
-    return engine
-
-
 def bundle(ext: str, *, when: datetime, model: str, patient: str) -> repo.ConversationBundle:
-    conv = m.Conversation(
-        id="",
-        external_id=ext,
-        patient_id=patient,
-        query="What medications?",
-        query_timestamp=when,
-        answer="Takes metformin. Takes warfarin 10 mg.",
-        model_used=model,
-        grounding_score=0.5,
-        is_flagged=True,
-        content_hash=f"{ext}-{when.isoformat()}-{model}-{patient}",
+    """One flagged and one grounded statement (the storage tests' bundle), content by version."""
+    return _bundle(
+        ext, when=when, model=model, patient=patient, content=f"{when}-{model}-{patient}"
     )
-    statements = [
-        m.StatementCheck(
-            conversation_id="",
-            statement=said,
-            statement_index=i,
-            is_grounded=status == "grounded",
-            status=status,
-            verification_method="exact_match" if status == "grounded" else "inference",
-            grounding_confidence=0.9,
-            risk=0.0 if status == "grounded" else 0.7,
-        )
-        for i, (said, status) in enumerate(
-            (("Takes metformin.", "grounded"), ("Takes warfarin 10 mg.", "unsupported"))
-        )
-    ]
-    return repo.ConversationBundle(conversation=conv, statements=statements)
 
 
 def store(engine: Engine, b: repo.ConversationBundle) -> str:
