@@ -320,6 +320,24 @@ class _Decision:
     family: str | None = None  # the family of fact checks whose conflict decided it
 
 
+@dataclass(frozen=True, slots=True)
+class _ModelPairs:
+    """What the learned tier reads: per statement its passages, their text and its negation
+    cue; ``pairs`` holds each statement against its evidence, then the opposites of the
+    rows in ``contrasted`` against theirs."""
+
+    units: list[list[_Unit]]
+    evidence: list[str]
+    cues: list[tuple[int, int, str] | None]
+    contrasted: list[int]
+    pairs: list[tuple[str, str]]
+
+
+# answers whose model pairs are scored in one call by verify_batch (their scores must stay in
+# the model's cache, 50,000 pairs, until the answers' own passes read them)
+BATCH_ANSWERS = 256
+
+
 class GroundingVerifier:
     """Verifies each statement of an answer against source chunks (offline).
 
@@ -497,8 +515,45 @@ class GroundingVerifier:
             ]
             if texts:
                 self.embedder.encode(list(dict.fromkeys(texts)))
-        # each answer's log line times its own check, not the batch's preparation before it
-        return [self._verify_index(*p, started=time.perf_counter()) for p in prepared]
+        results: list[GroundingResult] = []
+        for start in range(0, len(prepared), BATCH_ANSWERS):
+            group = prepared[start : start + BATCH_ANSWERS]
+            self._score_batch(group)
+            # each answer's log line times its own check, not the batch's preparation
+            results += [self._verify_index(*p, started=time.perf_counter()) for p in group]
+        return results
+
+    def _score_batch(self, prepared: Sequence[tuple[str, list[Span], _SourceIndex]]) -> None:
+        """The learned model's pairs of many answers, scored in one call: sorted by length
+        across the answers, its batches are padded less than one answer's few pairs alone.
+        The model keeps the scores, so each answer's own pass reads them back unchanged; a
+        failure here is left for that pass to meet and report."""
+        if self.learned is None:
+            return
+        pairs: list[tuple[str, str]] = []
+        for _, statements, index in prepared:
+            if not index.sources or not index.units:
+                continue
+            open_ = [
+                i
+                for i, span in enumerate(statements)
+                if self._exact(normalize(span.text), span.text, index) is None
+            ]
+            if not open_:
+                continue
+            texts = [statements[i].text for i in open_]
+            rows: list[np.ndarray | None] = [None] * len(open_)
+            if self.embedder is not None:
+                try:
+                    rows = list(index.embed(self.embedder, texts))
+                except Exception:  # the answer's own pass reports it
+                    continue
+            pairs += self._model_pairs(texts, rows, index).pairs
+        if pairs:
+            try:
+                self.learned.logits(pairs)
+            except Exception:  # each answer's own pass fails the tier and says why
+                log.debug("batch scoring failed; each answer is scored on its own")
 
     def evidence_texts(
         self, statements: Sequence[str], sources: Sequence[SourceChunk]
@@ -595,6 +650,26 @@ class GroundingVerifier:
             results.append(_to_result(i, span, decision, index))
         return results
 
+    def _model_pairs(
+        self, texts: Sequence[str], vectors: Sequence[np.ndarray | None], index: _SourceIndex
+    ) -> _ModelPairs:
+        """What the learned model reads for these statements: each against its best
+        passages, and each that says something is present or absent turned round against
+        the same evidence (its opposite: "denies chest pain" -> "reports chest pain"; a
+        visit that bears out the opposite better speaks against the statement however well
+        its words match). Only a word that says something is present or absent is flipped:
+        on dev rows, turning copulas round too ("is" -> "is not") read twice as many
+        statements and gained nothing."""
+        pairs_of = zip(texts, vectors, strict=True)
+        units = [index.best_passages(t, v, EVIDENCE_PASSAGES) for t, v in pairs_of]
+        evidence = [index.evidence(u) for u in units]
+        cues = [negation_cue(t, generic=False) for t in texts]
+        opposites = [turned_round(t, c) for t, c in zip(texts, cues, strict=True)]
+        contrasted = [row for row, o in enumerate(opposites) if o is not None]
+        pairs = list(zip(texts, evidence, strict=True))
+        pairs += [(cast(str, opposites[row]), evidence[row]) for row in contrasted]
+        return _ModelPairs(units, evidence, cues, contrasted, pairs)
+
     def _learned_tier(
         self,
         statements: list[Span],
@@ -614,23 +689,10 @@ class GroundingVerifier:
         found a conflict or the evidence bears out its opposite, else unsupported."""
         assert self.learned is not None
         texts = [statements[i].text for i in open_]
-        units = [
-            index.best_passages(statements[i].text, vectors.get(i), EVIDENCE_PASSAGES)
-            for i in open_
-        ]
-        evidence = [index.evidence(u) for u in units]
-        # each statement's opposite ("denies chest pain" -> "reports chest pain") is read
-        # against the same evidence: a visit that bears out the opposite better speaks
-        # against the statement however well its words match. Only a word that says
-        # something is present or absent is flipped: on dev rows, turning copulas round too
-        # ("is" -> "is not") read twice as many statements and gained nothing
-        cues = [negation_cue(t, generic=False) for t in texts]
-        opposites = [turned_round(t, c) for t, c in zip(texts, cues, strict=True)]
-        contrasted = [row for row, o in enumerate(opposites) if o is not None]
-        pairs = list(zip(texts, evidence, strict=True))
-        pairs += [(cast(str, opposites[row]), evidence[row]) for row in contrasted]
+        plan = self._model_pairs(texts, [vectors.get(i) for i in open_], index)
+        units, evidence, cues, contrasted = plan.units, plan.evidence, plan.cues, plan.contrasted
         try:
-            logits = self.learned.logits(pairs).astype(np.float64)
+            logits = self.learned.logits(plan.pairs).astype(np.float64)
         except Exception as exc:  # the rules' verdicts stand, and the check says why
             checks["learned"] = failed(f"learned verifier failed ({type(exc).__name__})")
             log.warning("learned tier failed: %s", type(exc).__name__)

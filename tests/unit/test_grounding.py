@@ -1398,3 +1398,52 @@ def test_evidence_read_once_gives_what_reading_it_each_time_gives() -> None:
         "MRI",
         "ordered",
     ]
+
+
+class _CachingLearned(_ReadsNegation):
+    """:class:`_ReadsNegation` that, like the real model, scores a pair once per process and
+    records which pairs each call had to score."""
+
+    def __init__(self) -> None:
+        self.scored: list[list[tuple[str, str]]] = []
+        self._seen: dict[tuple[str, str], float] = {}
+
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        new = [p for p in dict.fromkeys(pairs) if p not in self._seen]
+        if new:
+            self.scored.append(new)
+            self._seen.update(zip(new, super().logits(new).tolist(), strict=True))
+        return np.array([self._seen[p] for p in pairs], dtype=np.float32)
+
+
+def test_a_batch_scores_every_answers_model_pairs_in_one_call() -> None:
+    visit = [SourceChunk("v", "Doctor: Any chest pain? Patient: Yes, on the stairs.", "transcript")]
+    note = [SourceChunk("n", NOTE)]
+    cases = [
+        ("The patient denies chest pain. It started last week.", visit),
+        ("He takes warfarin daily.", note),
+        ("Any chest pain?", visit),  # matched exactly: the model reads nothing
+    ]
+    batched = _CachingLearned()
+    results = GroundingVerifier(learned=batched).verify_batch(cases)
+    # one call scored the pairs of both answers the model reads (the denial's opposite too);
+    # each answer's own pass found them scored
+    assert len(batched.scored) == 1
+    statements = {s for s, _ in batched.scored[0]}
+    assert statements == {
+        "The patient denies chest pain.",
+        "The patient reports chest pain.",
+        "It started last week.",
+        "He takes warfarin daily.",
+    }
+    # the same results as answer by answer
+    single = GroundingVerifier(learned=_CachingLearned())
+    assert [r.to_dict() for r in results] == [single.verify(a, s).to_dict() for a, s in cases]
+    assert results[0].statements[0].status == "contradicted"
+    assert results[2].statements[0].verification_method == "exact_match"
+
+
+def test_a_batch_whose_scoring_fails_reports_the_tier_failed_in_each_answer() -> None:
+    cases = [("He takes warfarin daily.", [SourceChunk("n", NOTE)])] * 2
+    for result in GroundingVerifier(learned=_BrokenLearned()).verify_batch(cases):
+        assert result.checks["learned"].status == "failed"
