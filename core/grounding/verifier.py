@@ -333,9 +333,10 @@ class _ModelPairs:
     pairs: list[tuple[str, str]]
 
 
-# answers whose model pairs are scored in one call by verify_batch (their scores must stay in
-# the model's cache, 50,000 pairs, until the answers' own passes read them)
-BATCH_ANSWERS = 256
+# answers whose model pairs verify_batch scores in one call: a few hundred pairs, enough for
+# batches sorted by length to be tightly padded, while the call holds the model (and its lock,
+# which a server's other requests wait on) for a few seconds at most
+BATCH_ANSWERS = 16
 
 
 class GroundingVerifier:
