@@ -185,6 +185,12 @@ def main() -> None:
         action="store_true",
         help="passed to verifier_data.py: the statement turned round against that evidence too",
     )
+    parser.add_argument(
+        "--specifics-share",
+        type=float,
+        default=0.0,
+        help="passed to verifier_data.py: share of positives that also yield a changed specific",
+    )
     args = parser.parse_args()
     stages = args.stages.split(",")
     command = "python benchmarks/train_verifier.py " + " ".join(sys.argv[1:])
@@ -203,6 +209,8 @@ def main() -> None:
                 "--evidence-negation-share",
                 str(args.evidence_negation_share),
                 *(["--both-turned"] if args.both_turned else []),
+                "--specifics-share",
+                str(args.specifics_share),
             ],
             check=True,
         )

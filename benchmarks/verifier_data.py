@@ -24,6 +24,13 @@ opposite, not only that it speaks of it (about one positive in seven can be turn
 ``--both-turned`` also the statement turned round against that evidence, as a positive
 (where both turn the same words), so that of the four readings of one fact neither the
 statement's form nor the evidence's tells the label.
+With ``--specifics-share`` (0 by default), that share of the positives also yields one more
+changed specific (:data:`SPECIFIC_KINDS`: a number, unit of time, side, attribute, drug,
+diagnosis, test or relative changed), each against the visit's evidence or, half of the time,
+against the note's own passage around the sentence (written, dense text, as a record read as
+sentences is), and each also as a positive against that evidence changed to say it: two pairs
+that differ in one specific alone, so that the model learns to read the specific where every
+other word agrees.
 MedHallu answers (ground truth and hallucinated) against their
 knowledge. The general claim/evidence corpora come from ``verifier_corpora.py``.
 
@@ -248,8 +255,10 @@ def encounter_rows(
     counts: Counter[str],
     turned_share: float = 0.0,
     both_turned: bool = False,
+    specifics_share: float = 0.0,
 ) -> list[Row]:
     """Positives, generated negatives, a foreign sentence and an off-passage pair; with
+    ``specifics_share``, more changed specifics (:func:`specific_rows`); with
     ``turned_share``, that share of the positives also against their evidence turned round
     (:func:`negated_evidence`), as negatives, and with ``both_turned`` the statement turned
     round against that evidence as a positive (:func:`negated_statement_and_evidence`)."""
@@ -311,6 +320,8 @@ def encounter_rows(
         other = [r.evidence for r in rows if r.evidence != ev and novelty(s, [r.evidence]) > 0.6]
         if other:
             rows.append(Row(s, rng.choice(other), 0, enc.dataset, enc.split, "off_passage"))
+    if specifics_share > 0:
+        rows += specific_rows(enc, statements, kept, specifics_share, counts)
     return rows
 
 
@@ -446,6 +457,59 @@ def counterfactual_evidence(
 
 # A flipped negation or hedge changed in the evidence by words would rarely read as speech.
 NO_COUNTERFACTUAL = frozenset({"negation", "hedge", "sex", "other_visit"})
+# The edits that change one specific of a statement, which cost most when missed.
+SPECIFIC_KINDS = (
+    "number",
+    "time_unit",
+    "laterality",
+    "attribute",
+    "drug",
+    "diagnosis",
+    "test",
+    "relative",
+    "family_to_patient",
+)
+
+
+def note_passage(statements: Sequence[str], i: int) -> str:
+    """The ``i``-th statement of a note with the one before and after it."""
+    return " ".join(statements[max(0, i - 1) : i + 2])
+
+
+def specific_rows(
+    enc: Encounter,
+    statements: Sequence[str],
+    kept: Sequence[tuple[str, str]],
+    share: float,
+    counts: Counter[str],
+) -> list[Row]:
+    """For ``share`` of the kept positives, one changed specific of it against its evidence
+    (or, half of the time, the note's passage around it) as a negative, and the same sentence
+    against that evidence changed to say it as a positive (where the evidence names the
+    changed words). Its own generator, so that the other rows' draws stay as they were."""
+    rng = random.Random(f"{enc.file}/{enc.key}/specifics")
+    rows: list[Row] = []
+    for s, ev in kept:
+        if rng.random() >= share:
+            continue
+        made = hallucinate(s, enc.dialogue, rng, others=statements, kinds=SPECIFIC_KINDS)
+        if not made:
+            continue
+        h = _choose(made, rng, 1)[0]
+        if rng.random() < 0.5 and s in statements:
+            ev = note_passage(statements, statements.index(s))
+            where = "note"
+        else:
+            where = "visit"
+        said = counterfactual_evidence(h, ev, rng)
+        if said is None and where == "note":
+            continue  # the note says the sentence as written; a negative alone would teach form
+        counts[f"changed specific against the {where} (negative)"] += 1
+        rows.append(Row(h.text, ev, 0, enc.dataset, enc.split, f"{h.kind}_{where}"))
+        if said is not None:
+            counts[f"changed specific against the {where} changed too (positive)"] += 1
+            rows.append(Row(h.text, said, 1, enc.dataset, enc.split, f"{h.kind}_{where}_said"))
+    return rows
 
 
 def medhallu_rows(data: Path, verifier: Any) -> list[Row]:
@@ -483,6 +547,7 @@ def build(
     parts: Sequence[str],
     turned_share: float = 0.0,
     both_turned: bool = False,
+    specifics_share: float = 0.0,
 ) -> Iterator[Row]:
     """Every pair of the chosen ``parts``: clinical, then MedHallu, then the general corpora."""
     if "clinical" in parts:
@@ -492,6 +557,7 @@ def build(
             augmented_share=augmented_share,
             turned_share=turned_share,
             both_turned=both_turned,
+            specifics_share=specifics_share,
         )
     if "medhallu" in parts:
         yield from medhallu_rows(data, _verifier())
@@ -519,6 +585,7 @@ def clinical_rows(
     augmented_share: float,
     turned_share: float = 0.0,
     both_turned: bool = False,
+    specifics_share: float = 0.0,
 ) -> Iterator[Row]:
     """The pairs of every ACI-Bench, MTS-Dialog and PriMock57 train/dev encounter."""
     from core.text import split_statements
@@ -541,7 +608,9 @@ def clinical_rows(
             for s in split_statements(o.note)
             if len(s.text.split()) >= MIN_WORDS
         ]
-        yield from encounter_rows(enc, verifier, rng, foreign, counts, turned_share, both_turned)
+        yield from encounter_rows(
+            enc, verifier, rng, foreign, counts, turned_share, both_turned, specifics_share
+        )
         if n % 200 == 0:
             print(f"  clinical encounters {n}/{len(encounters)}", file=sys.stderr, flush=True)
     for key, value in counts.items():
@@ -565,6 +634,12 @@ def main() -> None:
         action="store_true",
         help="with it, the statement turned round too, against that evidence (positives)",
     )
+    parser.add_argument(
+        "--specifics-share",
+        type=float,
+        default=0.0,
+        help="share of positives that also yield a changed specific and its counterpart",
+    )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     counts: Counter[tuple[str, str, int]] = Counter()
@@ -578,6 +653,7 @@ def main() -> None:
             parts=args.parts.split(","),
             turned_share=args.evidence_negation_share,
             both_turned=args.both_turned,
+            specifics_share=args.specifics_share,
         ):
             assert row.split in ("train", "dev"), row.split
             fh.write(json.dumps(asdict(row), ensure_ascii=False) + "\n")

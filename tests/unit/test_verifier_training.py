@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -315,6 +316,43 @@ def test_statement_and_evidence_turned_round_together_still_agree(
     statement: str, evidence: str, both: tuple[str, str] | None
 ) -> None:
     assert _verifier_data().negated_statement_and_evidence(statement, evidence) == both
+
+
+def test_changed_specifics_come_in_pairs_that_differ_in_the_specific_alone() -> None:
+    vd = _verifier_data()
+    dialogue = (
+        "Doctor: What do you take? Patient: Metformin 500 mg twice a day.\n"
+        "Doctor: Where does it hurt? Patient: My left knee, for 3 weeks."
+    )
+    statements = [
+        "She takes metformin 500 mg twice daily.",
+        "She reports left knee pain for 3 weeks.",
+        "She is otherwise well.",
+    ]
+    enc = vd.Encounter("mts", "f.csv", "7", "train", dialogue, " ".join(statements), "")
+    kept = [(s, dialogue) for s in statements[:2]]
+    counts: Counter[str] = Counter()
+    rows = vd.specific_rows(enc, statements, kept, 1.0, counts)
+    assert rows
+    assert all(r.kind.removesuffix("_said").rsplit("_", 1)[0] in vd.SPECIFIC_KINDS for r in rows)
+    negatives = [r for r in rows if r.label == 0]
+    assert len(negatives) == 2  # one changed specific of each positive
+    assert any(r.label == 1 for r in rows)  # and its counterpart, where the evidence names it
+    for neg in negatives:
+        assert neg.statement not in statements
+        assert neg.kind.endswith(("_note", "_visit"))
+        if neg.kind.endswith("_note"):  # the note's passage says the original sentence
+            assert any(s in neg.evidence for s in statements[:2])
+        said = [r for r in rows if r.label == 1 and r.statement == neg.statement]
+        for pos in said:  # the same sentence against the evidence changed to say it
+            assert pos.kind == neg.kind + "_said"
+            assert pos.evidence != neg.evidence
+            assert len(pos.evidence.split()) == len(neg.evidence.split())
+    # the same encounter gives the same rows (its own seed), and none at a share of 0
+    assert vd.specific_rows(enc, statements, kept, 1.0, Counter()) == rows
+    assert vd.specific_rows(enc, statements, kept, 0.0, Counter()) == []
+    assert vd.note_passage(statements, 0) == " ".join(statements[:2])
+    assert vd.note_passage(statements, 1) == " ".join(statements)
 
 
 def test_counterfactual_lines_follow_the_transcript_style() -> None:
