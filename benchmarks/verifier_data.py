@@ -496,7 +496,7 @@ def specific_rows(
         if not made:
             continue
         h = _choose(made, rng, 1)[0]
-        if rng.random() < 0.5 and s in statements:
+        if rng.random() < 0.5:  # every kept positive is one of the note's statements
             ev = note_passage(statements, statements.index(s))
             where = "note"
         else:
