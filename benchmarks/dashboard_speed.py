@@ -114,11 +114,12 @@ STMT_COLS = (
 )
 ROLLUP_SQL = """
 INSERT INTO quality_daily (day, model_used, patient_id, n, n_flagged, n_grounding,
-    sum_grounding, n_consistency, sum_consistency, n_confidence, sum_confidence, n_risk,
-    sum_risk, n_quality, sum_quality)
+    sum_grounding, sumsq_grounding, n_consistency, sum_consistency, sumsq_consistency,
+    n_confidence, sum_confidence, n_risk, sum_risk, n_quality, sum_quality)
 SELECT {day}, model_used, patient_id, count(*), sum(CASE WHEN is_flagged THEN 1 ELSE 0 END),
-    count(grounding_score), sum(grounding_score), count(consistency_score),
-    sum(consistency_score), count(confidence_score), sum(confidence_score),
+    count(grounding_score), sum(grounding_score), sum(grounding_score * grounding_score),
+    count(consistency_score), sum(consistency_score), sum(consistency_score * consistency_score),
+    count(confidence_score), sum(confidence_score),
     count(hallucination_risk), sum(hallucination_risk), count(overall_quality),
     sum(overall_quality)
 FROM conversation GROUP BY 1, 2, 3

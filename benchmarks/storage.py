@@ -484,8 +484,11 @@ _SC_COLS = (
 )
 _QD_COLS = (
     "day, model_used, patient_id, n, n_flagged, n_grounding, sum_grounding, n_consistency, "
-    "sum_consistency, n_confidence, sum_confidence, n_risk, sum_risk, n_quality, sum_quality"
+    "sum_consistency, n_confidence, sum_confidence, n_risk, sum_risk, n_quality, sum_quality, "
+    "sumsq_grounding, sumsq_consistency"
 )
+#: the scores whose sums of squares the rollup keeps too (migration 0013)
+_SQUARED = ("grounding", "consistency")
 
 
 def rollup_rows(cols: Columns, *, days: int, sqlite_fmt: bool) -> list[tuple[Any, ...]]:
@@ -501,6 +504,8 @@ def rollup_rows(cols: Columns, *, days: int, sqlite_fmt: bool) -> list[tuple[Any
         v = cols.scores[name]
         frame[f"n_{name}"] = (~np.isnan(v)).astype(np.int64)
         frame[f"sum_{name}"] = np.nan_to_num(v, nan=0.0)
+        if name in _SQUARED:
+            frame[f"sumsq_{name}"] = np.nan_to_num(v * v, nan=0.0)
     grouped = pd.DataFrame(frame).groupby(["day", "model", "patient"], sort=True).sum()
     first_day = ANCHOR - timedelta(days=days)
     day_values = [first_day + timedelta(days=d) for d in range(days)]
@@ -519,6 +524,7 @@ def rollup_rows(cols: Columns, *, days: int, sqlite_fmt: bool) -> list[tuple[Any
                     for name in _SCORE_COLS
                     for v in (int(getattr(r, f"n_{name}")), float(getattr(r, f"sum_{name}")))
                 ),
+                *(float(getattr(r, f"sumsq_{name}")) for name in _SQUARED),
             )
         )
     return out
@@ -568,7 +574,7 @@ def bulk_load(db: Scratch, n: int, *, patients: int, days: int, seed: int) -> di
                 )
                 n_statements += len(stmts)
             cur.executemany(
-                f"INSERT INTO quality_daily ({_QD_COLS}) VALUES ({', '.join('?' * 15)})", rollup
+                f"INSERT INTO quality_daily ({_QD_COLS}) VALUES ({', '.join('?' * 17)})", rollup
             )
             cur.execute("COMMIT")
         else:

@@ -762,34 +762,17 @@ def risk_histogram(f: FilterState, bins: int = 20) -> list[int]:
 
 @st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
 def _patient(url: str, patient_id: str, key: tuple[Any, ...]) -> dict[str, Any]:
+    # the answers within the filters, selected in SQL (the patient filter is this patient)
     f = to_filters(key)
     with read_session(_engine(url)) as s:
-        history = repo.patient_history(session=s, patient_id=patient_id)
+        history = repo.patient_answers(
+            session=s, patient_id=patient_id, filters=repo.Filters(f.start, f.end, f.models)
+        )
         contradictions = repo.patient_contradictions(session=s, patient_id=patient_id)
         mentions = repo.entity_timeline(session=s, patient_id=patient_id)
     per_conv = Counter(c.current_conversation_id for c in contradictions)
     contradicted = {(c.current_conversation_id, (c.entity or "").lower()) for c in contradictions}
-
-    def inside(ts: datetime) -> bool:
-        return (f.start is None or ts >= f.start) and (f.end is None or ts < f.end)
-
-    answers = [
-        {
-            "id": c.id,
-            "external_id": c.external_id,
-            "timestamp": c.query_timestamp,
-            "model": c.model_used,
-            "query": c.query,
-            "grounding": c.grounding_score,
-            "consistency": c.consistency_score,
-            "confidence": c.confidence_score,
-            "risk": c.hallucination_risk,
-            "flagged": c.is_flagged,
-            "contradictions": per_conv.get(c.id, 0),
-        }
-        for c in history
-        if inside(c.query_timestamp) and (not f.models or c.model_used in f.models)
-    ]
+    answers = [{**asdict(a), "contradictions": per_conv.get(a.id, 0)} for a in history]
     ids = {a["id"] for a in answers}
     return {
         "answers": answers,
@@ -1056,9 +1039,8 @@ def model_summary(f: FilterState) -> list[dict[str, Any]]:
     95 % intervals, and the change against the period of the same length just before
     (``None`` where either period has no value). Models of either period are listed.
 
-    The period's intervals need its answers' sums of squares (a scan of its answers); the
-    period before only gives the changes, its means, which the daily rollup holds: a range
-    that ends today while the data ended months ago makes that earlier period long."""
+    Both periods are read from the daily rollup, which keeps the sums of squares the
+    intervals need (migration 0013): a few hundred rows whatever the period's length."""
     now = _model_stats(database_url(), f.key())
     prev_f = f.previous()
     before = _model_totals(database_url(), prev_f.key()) if prev_f is not None else {}

@@ -94,6 +94,57 @@ def patient_history(*, session: Session, patient_id: str, limit: int = 500) -> l
     return list(session.execute(stmt).scalars())
 
 
+@dataclass(frozen=True, slots=True)
+class PatientAnswer:
+    """One answer on a patient's page: its ids, time, model, question and scores."""
+
+    id: str
+    external_id: str
+    timestamp: datetime
+    model: str
+    query: str | None
+    grounding: float | None
+    consistency: float | None
+    confidence: float | None
+    risk: float | None
+    flagged: bool
+
+
+def patient_answers(
+    *, session: Session, patient_id: str, filters: Filters = Filters(), limit: int = 500
+) -> list[PatientAnswer]:
+    """One patient's answers within the filter's time range and models, oldest first: the
+    newest ``limit`` of them, with the columns the patients page shows, selected in SQL."""
+    c = Conversation
+    conds: list[Any] = [col(c.patient_id) == patient_id]
+    if filters.start is not None:
+        conds.append(col(c.query_timestamp) >= filters.start)
+    if filters.end is not None:
+        conds.append(col(c.query_timestamp) < filters.end)
+    if filters.models:
+        conds.append(col(c.model_used).in_(filters.models))
+    newest = (
+        select(
+            col(c.id),
+            col(c.external_id),
+            col(c.query_timestamp),
+            col(c.model_used),
+            col(c.query),
+            col(c.grounding_score),
+            col(c.consistency_score),
+            col(c.confidence_score),
+            col(c.hallucination_risk),
+            col(c.is_flagged),
+        )
+        .where(*conds)
+        .order_by(col(c.query_timestamp).desc(), col(c.id).desc())
+        .limit(limit)
+        .subquery()
+    )
+    stmt = select(newest).order_by(newest.c.query_timestamp, newest.c.id)
+    return [PatientAnswer(*r) for r in session.execute(stmt)]
+
+
 def entity_timeline(
     *, session: Session, patient_id: str, before: datetime | None = None
 ) -> list[EntityMention]:
@@ -305,6 +356,8 @@ __all__ = [
     "iter_export",
     "patient_contradictions",
     "patient_exists",
+    "patient_answers",
+    "PatientAnswer",
     "patient_history",
     "recent_conversations",
 ]

@@ -127,7 +127,8 @@ class Conversation(SQLModel, table=True):
             "overall_quality",
         ),
         # covering on PostgreSQL (migration 0011): the per-model statistics and the review
-        # queue's join read a time window from the index alone
+        # queue's join read a time window from the index alone (both read other tables since
+        # migrations 0012 and 0013)
         Index(
             "idx_conversation_timestamp",
             "query_timestamp",
@@ -217,6 +218,15 @@ class StatementCheck(SQLModel, table=True):
             "idx_statement_time",
             "query_timestamp",
             postgresql_include=list(STATEMENT_TIME_INCLUDE),
+        ),
+        # the flagged statements alone by date range (migration 0013): the review queue and
+        # its filter counts read a third of the statements the time index holds
+        Index(
+            "idx_statement_flagged_time",
+            "query_timestamp",
+            postgresql_include=list(STATEMENT_TIME_INCLUDE),
+            sqlite_where=_FLAGGED,
+            postgresql_where=_FLAGGED,
         ),
         # and a patient's flagged statements (a patient's queue over all time reads only them)
         Index(
@@ -501,14 +511,20 @@ class EntityMention(SQLModel, table=True):
 
 
 class QualitySums(SQLModel):
-    """Counts and sums of one rollup bucket; averages are ``sum_x / n_x`` (exact over filters)."""
+    """Counts and sums of one rollup bucket; averages are ``sum_x / n_x`` (exact over filters).
+
+    Grounding and consistency also keep their sums of squares (migration 0013): with the
+    counts and sums, the per-model table's 95 % intervals, read from the rollup.
+    """
 
     n: int = 0
     n_flagged: int = 0
     n_grounding: int = 0
     sum_grounding: float = 0.0
+    sumsq_grounding: float = 0.0
     n_consistency: int = 0
     sum_consistency: float = 0.0
+    sumsq_consistency: float = 0.0
     n_confidence: int = 0
     sum_confidence: float = 0.0
     n_risk: int = 0

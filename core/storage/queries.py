@@ -308,28 +308,31 @@ def model_totals(*, session: Session, filters: Filters = Filters()) -> list[Mode
 
 
 def model_stats(*, session: Session, filters: Filters = Filters()) -> list[ModelStats]:
-    """Per-model counts and sums over the filter, aggregated in SQL over ``conversation``
-    (the rollup holds no sums of squares; the (model, time) index serves the scan)."""
-    c = Conversation
+    """Per-model counts, sums and sums of squares over the filter, from the rollup (which
+    keeps the squares of grounding and consistency: migration 0013), aggregated in SQL: a few
+    hundred rows whatever the period, where summing the answers read every one of them. Over
+    midnight bounds, as the dashboard's, the same values as over the answers themselves."""
+    t = _rollup_table(filters)
 
-    def sums(col: Any) -> tuple[Any, Any, Any]:
-        return (
-            func.count(col),
-            func.coalesce(func.sum(col), 0.0),
-            func.coalesce(func.sum(col * col), 0.0),
-        )
+    def total(name: str, zero: float | int = 0.0) -> Any:
+        return func.coalesce(func.sum(getattr(t, name)), zero)
 
     stmt = (
         select(
-            col(c.model_used),
-            func.count(),
-            func.coalesce(func.sum(case((col(c.is_flagged), 1), else_=0)), 0),
-            *sums(c.grounding_score),
-            *sums(c.consistency_score),
+            t.model_used,
+            total("n", 0),
+            total("n_flagged", 0),
+            total("n_grounding", 0),
+            total("sum_grounding"),
+            total("sumsq_grounding"),
+            total("n_consistency", 0),
+            total("sum_consistency"),
+            total("sumsq_consistency"),
         )
-        .where(*_conv_where(filters))
-        .group_by(c.model_used)
-        .order_by(c.model_used)
+        .where(*_rollup_where(filters, t))
+        .group_by(t.model_used)
+        .having(func.sum(t.n) > 0)
+        .order_by(t.model_used)
     )
     return [
         ModelStats(

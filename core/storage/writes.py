@@ -123,6 +123,9 @@ def _rollup_values(conv: Conversation | Any, sign: int) -> dict[str, Any]:
     def pair(value: float | None) -> tuple[int, float]:
         return (0, 0.0) if value is None else (sign, sign * float(value))
 
+    def square(value: float | None) -> float:
+        return 0.0 if value is None else sign * float(value) * float(value)
+
     ng, sg = pair(conv.grounding_score)
     nc, sc = pair(conv.consistency_score)
     nf, sf = pair(conv.confidence_score)
@@ -136,8 +139,10 @@ def _rollup_values(conv: Conversation | Any, sign: int) -> dict[str, Any]:
         "n_flagged": sign if conv.is_flagged else 0,
         "n_grounding": ng,
         "sum_grounding": sg,
+        "sumsq_grounding": square(conv.grounding_score),
         "n_consistency": nc,
         "sum_consistency": sc,
+        "sumsq_consistency": square(conv.consistency_score),
         "n_confidence": nf,
         "sum_confidence": sf,
         "n_risk": nr,
