@@ -56,13 +56,15 @@ class FactCheck:
     (the statement is then unsupported). ``conflict``: the evidence asserts a different value
     (the statement is then contradicted). ``reason`` names the specific that decided it;
     ``term``, for a negation conflict, is the stem of the word said both ways; ``family`` is
-    the family of checks (:data:`FAMILIES`) that decided it.
+    the family of checks (:data:`FAMILIES`) that decided it; ``said``, the statement's words
+    for that specific as it may write them, best first ("20 mg", "20"; "left"), for marking.
     """
 
     status: FactStatus
     reason: str | None = None
     term: str | None = None
     family: str | None = None
+    said: tuple[str, ...] = ()
 
 
 AGREE = FactCheck("agree")
@@ -606,6 +608,12 @@ def _source_quantities(sentences: tuple[str, ...]) -> tuple[Quantity, ...]:
     return tuple(q for sentence in sentences for q in quantities(sentence))
 
 
+def _written(q: Quantity) -> tuple[str, ...]:
+    """How a statement may write the quantity: with its unit, else the number alone."""
+    number = q.display.split(" ", 1)[0]
+    return (q.display, number) if number != q.display else (q.display,)
+
+
 def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[str]) -> FactCheck:
     ranged = _compare_ranges(statement, evidence)
     if ranged is not None:
@@ -650,7 +658,11 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
         ]
         if rivals:  # the rival said of most of the same things
             rival = max(rivals, key=lambda h: len(h.context & q.context))
-            return FactCheck("conflict", f"{q.kind} differs: {q.display} vs {rival.display}")
+            return FactCheck(
+                "conflict",
+                f"{q.kind} differs: {q.display} vs {rival.display}",
+                said=_written(q),
+            )
         if (
             q.unit is not None
             and q.context
@@ -660,7 +672,9 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
             )
         ):
             continue  # the same value of the same thing, said elsewhere in the source
-        return FactCheck("missing", f"{q.kind} {q.display} not found in the evidence")
+        return FactCheck(
+            "missing", f"{q.kind} {q.display} not found in the evidence", said=_written(q)
+        )
     return AGREE
 
 
@@ -1182,7 +1196,9 @@ def _clause_side(statement: str, evidence: str) -> FactCheck | None:
         other = "right" if side == "left" else "left"
         if best.get(other, 0) > best.get(side, 0):
             word = _word_of(statement, part)
-            return FactCheck("conflict", f"laterality differs: {side} vs {other} {word}")
+            return FactCheck(
+                "conflict", f"laterality differs: {side} vs {other} {word}", said=(side,)
+            )
     return None
 
 
@@ -1208,7 +1224,9 @@ def _compare_laterality(
         other = "right" if side == "left" else "left"
         if (side, part) not in source_pairs and (other, part) in source_pairs:
             word = _word_of(statement, part)
-            return FactCheck("conflict", f"laterality differs: {side} vs {other} {word}")
+            return FactCheck(
+                "conflict", f"laterality differs: {side} vs {other} {word}", said=(side,)
+            )
     near = _sides(evidence)
     if {"left", "right"} <= near:
         clash = _clause_side(statement, evidence) or _swapped_values(statement, evidence)
@@ -1226,11 +1244,15 @@ def _compare_laterality(
             wanted_stems = _word_stems(statement)
             others = {o for o, part in _side_parts(evidence) if part in wanted_stems}
         if others:
-            return FactCheck("conflict", f"laterality differs: {side} vs {sorted(others)[0]}")
+            return FactCheck(
+                "conflict",
+                f"laterality differs: {side} vs {sorted(others)[0]}",
+                said=(side,),
+            )
         if side == "bilateral":
             continue  # often implied by a plural ("lungs are clear", "lower extremities")
         if side not in _sides(source):
-            return FactCheck("missing", f"laterality {side} not found in the source")
+            return FactCheck("missing", f"laterality {side} not found in the source", said=(side,))
     return _source_side(statement, source_sentences or (source,)) or AGREE
 
 
@@ -1258,7 +1280,11 @@ def _swapped_values(statement: str, evidence: str) -> FactCheck | None:
         if (side, value) in said or (other, value) not in said:
             continue
         if any(s == side for s, _ in said):
-            return FactCheck("conflict", f"laterality differs: {value} on the {side} vs {other}")
+            return FactCheck(
+                "conflict",
+                f"laterality differs: {value} on the {side} vs {other}",
+                said=(side,),
+            )
     return None
 
 
@@ -1296,7 +1322,9 @@ def _source_side(statement: str, source_sentences: Sequence[str]) -> FactCheck |
                     best[said_side] = max(best.get(said_side, 0), len(wanted & stems))
         if best.get(other, 0) > best.get(side, 0) + 1:
             word = _word_of(statement, part)
-            return FactCheck("conflict", f"laterality differs: {side} vs {other} {word}")
+            return FactCheck(
+                "conflict", f"laterality differs: {side} vs {other} {word}", said=(side,)
+            )
     return None
 
 
@@ -1452,8 +1480,12 @@ def _compare_drugs(statement: str, evidence: str, source: str) -> FactCheck:
         rivals = [d for d in drug_mentions(evidence) if not _drug_found(d, statement.lower())]
         if rivals:
             # (a swap or an added drug: either way, what the reviewer checks is this one)
-            return FactCheck("conflict", f"{drug} is not in the source, which names {rivals[0]}")
-        return FactCheck("missing", f"drug {drug} not mentioned in the source")
+            return FactCheck(
+                "conflict",
+                f"{drug} is not in the source, which names {rivals[0]}",
+                said=(drug,),
+            )
+        return FactCheck("missing", f"drug {drug} not mentioned in the source", said=(drug,))
     return AGREE
 
 
@@ -1474,9 +1506,13 @@ def _compare_conditions(statement: str, evidence: str, source: str) -> FactCheck
         ]
         if rivals:
             return FactCheck(
-                "conflict", f"{condition} is not in the source, which names {rivals[0]}"
+                "conflict",
+                f"{condition} is not in the source, which names {rivals[0]}",
+                said=(condition,),
             )
-        return FactCheck("missing", f"condition {condition} not mentioned in the source")
+        return FactCheck(
+            "missing", f"condition {condition} not mentioned in the source", said=(condition,)
+        )
     return AGREE
 
 

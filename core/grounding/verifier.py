@@ -318,6 +318,7 @@ class _Decision:
     signals: tuple[tuple[str, float], ...] = ()
     marks: tuple[tuple[int, int], ...] = ()  # words of the statement marked besides those
     family: str | None = None  # the family of fact checks whose conflict decided it
+    said: tuple[str, ...] = ()  # the statement's words for the specific that decided it
 
 
 @dataclass(frozen=True, slots=True)
@@ -738,6 +739,7 @@ class GroundingVerifier:
             # the rules' match is the tighter evidence span where they found one
             unit = rules.unit if rules is not None and rules.unit is not None else passage
             family: str | None = None  # of the conflict that makes it contradicted
+            said: tuple[str, ...] = ()  # the statement's words the decisive check is about
             # a conflict of the negation family contradicts only where the model agrees
             negation_ok = negation_upheld(float(opposite[row]))
             if grounded:
@@ -751,6 +753,7 @@ class GroundingVerifier:
             ):
                 status, method, reason = "contradicted", rules.method, rules.reason
                 family = rules.family
+                said = rules.said
             elif (
                 check is not None
                 and check.status == "conflict"
@@ -759,6 +762,7 @@ class GroundingVerifier:
             ):
                 status, method, reason, unit = "contradicted", "inference", check.reason, passage
                 family = check.family
+                said = check.said
             elif negation_ok and opposite_borne[row]:
                 # the model reads the statement's opposite as borne out by the same evidence
                 status, method, unit = "contradicted", "inference", passage
@@ -770,6 +774,7 @@ class GroundingVerifier:
                 # another drug or condition named nearby does not make this one false: the
                 # statement is unsupported, and the reason says what the evidence names instead
                 status, method, reason = "unsupported", "unsupported", check.reason
+                said = check.said
             else:
                 status, method = "unsupported", "unsupported"
                 reason = f"the sources do not bear it out (support {support:.2f})"
@@ -803,6 +808,7 @@ class GroundingVerifier:
                 named,
                 marks,
                 family,
+                said,
             )
             best.pop(i, None)
 
@@ -1197,8 +1203,28 @@ def _find_word(haystack: str, needle: str) -> int:
 
 def _from_facts(check: FactCheck, method: Method, unit: _Unit, sim: float | None) -> _Decision:
     if check.status == "conflict":
-        return _Decision("contradicted", method, 0.8, unit, check.reason, sim, family=check.family)
-    return _Decision("unsupported", "unsupported", 0.7, unit, check.reason, sim)
+        return _Decision(
+            "contradicted",
+            method,
+            0.8,
+            unit,
+            check.reason,
+            sim,
+            family=check.family,
+            said=check.said,
+        )
+    return _Decision("unsupported", "unsupported", 0.7, unit, check.reason, sim, said=check.said)
+
+
+def _said_marks(statement: str, said: Sequence[str]) -> tuple[tuple[int, int], ...]:
+    """Where the statement writes the specific a fact check decided on ("20 mg" of a dose
+    that differs, "right" of a side): the first of its spellings found as whole words, in
+    any case; none when the statement writes it otherwise ("twenty milligrams")."""
+    for phrase in said:
+        m = re.search(rf"(?<![\w.]){re.escape(phrase)}(?!\w)", statement, re.IGNORECASE)
+        if m:
+            return ((m.start(), m.end()),)
+    return ()
 
 
 def _marked(
@@ -1233,7 +1259,7 @@ def _to_result(i: int, span: Span, d: _Decision, index: _SourceIndex) -> Stateme
             ()
             if d.status == "grounded"
             else _marked(
-                d.marks,
+                d.marks or _said_marks(span.text, d.said),
                 [
                     (w.start, w.end)
                     for w in unsupported_words(

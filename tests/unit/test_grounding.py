@@ -79,6 +79,23 @@ def test_changed_dose_is_contradicted(verifier: GroundingVerifier) -> None:
     assert reason == "dose differs: 1000 mg vs 500 mg"
 
 
+@pytest.mark.parametrize(
+    ("statement", "marked"),
+    [
+        ("Takes metformin 1000 mg b.i.d.", "1000 mg"),  # the dose, as the statement writes it
+        ("Takes metformin 1000mg b.i.d.", "1000"),  # written otherwise: the number alone
+        ("Right knee swelling noted on exam.", "Right"),
+        ("Takes losartan 10 mg daily.", "losartan"),
+    ],
+)
+def test_the_specific_a_conflict_is_about_is_marked(
+    verifier: GroundingVerifier, statement: str, marked: str
+) -> None:
+    (s,) = verifier.verify(statement, [SourceChunk("note-1", NOTE)]).statements
+    assert s.status == "contradicted"
+    assert marked in [statement[a:b] for a, b in s.unsupported_words]
+
+
 def test_changed_blood_pressure_is_contradicted(verifier: GroundingVerifier) -> None:
     status, _, reason = one(verifier, "BP 150/90 today.")
     assert status == "contradicted"
