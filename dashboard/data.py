@@ -1017,12 +1017,6 @@ def _model_stats(url: str, key: tuple[Any, ...]) -> dict[str, dict[str, Any]]:
         return {x.model: asdict(x) for x in repo.model_stats(session=s, filters=to_filters(key))}
 
 
-@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
-def _model_totals(url: str, key: tuple[Any, ...]) -> dict[str, dict[str, Any]]:
-    with read_session(_engine(url)) as s:
-        return {x.model: asdict(x) for x in repo.model_totals(session=s, filters=to_filters(key))}
-
-
 def _model_means(x: dict[str, Any] | None) -> dict[str, Any]:
     """A model's volume, share flagged and means over a period (no intervals)."""
     if x is None:
@@ -1043,7 +1037,7 @@ def model_summary(f: FilterState) -> list[dict[str, Any]]:
     intervals need (migration 0013): a few hundred rows whatever the period's length."""
     now = _model_stats(database_url(), f.key())
     prev_f = f.previous()
-    before = _model_totals(database_url(), prev_f.key()) if prev_f is not None else {}
+    before = _model_stats(database_url(), prev_f.key()) if prev_f is not None else {}
     rows = []
     for model in sorted(set(now) | set(before)):
         cur, old = _model_row(now.get(model)), _model_means(before.get(model))

@@ -268,45 +268,6 @@ class ModelStats:
     sumsq_consistency: float
 
 
-@dataclass(frozen=True, slots=True)
-class ModelTotals:
-    """Counts and sums of one model's answers over a filter: its shares and means."""
-
-    model: str
-    conversations: int
-    flagged: int
-    n_grounding: int
-    sum_grounding: float
-    n_consistency: int
-    sum_consistency: float
-
-
-def model_totals(*, session: Session, filters: Filters = Filters()) -> list[ModelTotals]:
-    """Per-model counts and sums over the filter from the rollup: the shares and means of
-    :func:`model_stats` without their intervals, in a few hundred rows whatever the period
-    (what a change against an earlier period needs; the same values over midnight bounds)."""
-    t = _rollup_table(filters)
-    stmt = (
-        select(
-            t.model_used,
-            func.coalesce(func.sum(t.n), 0),
-            func.coalesce(func.sum(t.n_flagged), 0),
-            func.coalesce(func.sum(t.n_grounding), 0),
-            func.coalesce(func.sum(t.sum_grounding), 0.0),
-            func.coalesce(func.sum(t.n_consistency), 0),
-            func.coalesce(func.sum(t.sum_consistency), 0.0),
-        )
-        .where(*_rollup_where(filters, t))
-        .group_by(t.model_used)
-        .having(func.sum(t.n) > 0)
-        .order_by(t.model_used)
-    )
-    return [
-        ModelTotals(str(r[0]), int(r[1]), int(r[2]), int(r[3]), float(r[4]), int(r[5]), float(r[6]))
-        for r in session.execute(stmt)
-    ]
-
-
 def model_stats(*, session: Session, filters: Filters = Filters()) -> list[ModelStats]:
     """Per-model counts, sums and sums of squares over the filter, from the rollup (which
     keeps the squares of grounding and consistency: migration 0013), aggregated in SQL: a few
@@ -729,9 +690,7 @@ __all__ = [
     "list_patients",
     "list_reviews",
     "model_stats",
-    "model_totals",
     "ModelStats",
-    "ModelTotals",
     "ModelTrendPoint",
     "quality_trend",
     "quality_trend_by_model",

@@ -177,37 +177,6 @@ def test_score_check_constraint(engine: Engine) -> None:
         assert repo.count_conversations(session=s) == 0
 
 
-def test_model_totals_from_the_rollup_agree_with_the_scan(engine: Engine) -> None:
-    base = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
-    with write_session(engine) as s:
-        for i, (g, model) in enumerate(
-            [(0.2, "model-a"), (0.4, "model-a"), (0.9, "model-b"), (None, "model-b")]
-        ):
-            repo.store_conversation(
-                session=s,
-                bundle=_bundle(f"t{i}", when=base + timedelta(days=i), grounding=g, model=model),
-            )
-    midnight = base.replace(hour=0)
-    window = repo.Filters(start=midnight, end=midnight + timedelta(days=3))  # leaves out t3
-    with read_session(engine) as s:
-        scanned = {x.model: x for x in repo.model_stats(session=s, filters=window)}
-        totals = {x.model: x for x in repo.model_totals(session=s, filters=window)}
-        none = repo.model_totals(session=s, filters=repo.Filters(models=("model-z",)))
-    assert set(totals) == set(scanned) == {"model-a", "model-b"}
-    for model, x in totals.items():
-        y = scanned[model]
-        assert (x.conversations, x.flagged, x.n_grounding, x.n_consistency) == (
-            y.conversations,
-            y.flagged,
-            y.n_grounding,
-            y.n_consistency,
-        )
-        assert x.sum_grounding == pytest.approx(y.sum_grounding)
-        assert x.sum_consistency == pytest.approx(y.sum_consistency)
-    assert totals["model-b"].conversations == 1
-    assert none == []
-
-
 def test_cascade_delete_removes_checks(engine: Engine) -> None:
     with write_session(engine) as s:
         out = repo.store_conversation(session=s, bundle=_bundle("ext-1"))
