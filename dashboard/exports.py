@@ -344,7 +344,7 @@ def model_summary_display(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return [
         {
             "model": r["model"],
-            "answers": r.get("conversations"),
+            "answers": "–" if r.get("conversations") is None else f"{r['conversations']:,d}",
             "answers vs before": _change(r.get("conversations_change"), ",d"),
             "share flagged [95 % CI]": _interval(
                 r.get("flagged_share"), r.get("flagged_share_ci"), ".0%"

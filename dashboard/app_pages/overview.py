@@ -63,7 +63,9 @@ cols = st.columns(6)
 cols[0].metric(
     "Answers",
     f"{k['conversations']:,}",
-    delta=(k["conversations"] - prev["conversations"]) if prev and prev["conversations"] else None,
+    delta=f"{k['conversations'] - prev['conversations']:+,d}"
+    if prev and prev["conversations"]
+    else None,
     delta_color="off",
 )
 cols[1].metric(
@@ -91,11 +93,9 @@ st.caption(
     "Each model over the date range, with 95 % intervals (Wilson for the share flagged, "
     "Student's t for the means) and the change against the period of the same length before."
 )
-st.dataframe(
-    exports.model_summary_display(summary),
-    hide_index=True,
-    key="overview_models",
-)
+# a static table: a few rows of text need no data grid, whose script the browser would load
+# and start before the trends could be drawn
+st.table(exports.model_summary_display(summary))
 csv_button(
     "Table (CSV)",
     "overview_models",
