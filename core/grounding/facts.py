@@ -11,6 +11,7 @@ accepted as grounded. Negation, questions and their replies are read by the asse
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -43,7 +44,7 @@ from core.grounding.vocab import (
     narrower,
 )
 from core.lexicon import load_lexicon as clinical_lexicon
-from core.text import STOPWORDS, cached_for_short_texts, stem, tokens
+from core.text import STOPWORDS, cached_for_short_texts, stem, token_spans, tokens
 
 FactStatus = Literal["agree", "missing", "conflict"]
 
@@ -476,6 +477,7 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
         for m in pattern.finditer(converted)
     }
     found: list[Quantity] = []
+    spans = token_spans(converted)
     for m in _NUMBER_RE.finditer(converted):
         unit = None
         for raw_unit in ((m.group(2) or "").lower(), range_units.get(m.start(), "")):
@@ -493,7 +495,7 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
             if unit and unit not in {"%", "+", "score"}
             else m.group(1) + (unit if unit in {"%", "+"} else "")
         )
-        near = tokens(converted[: m.start()])[-3:] + tokens(converted[m.end() :])[:3]
+        near = _near_tokens(converted, spans, m.start(), m.end())
         # what the value is of: the content words around it ("metformin"), not the words
         # any dose has ("daily", "times"), which would make every dose a rival of every other
         context = frozenset(
@@ -503,6 +505,26 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
         )
         found.append(Quantity(value, unit, display.strip(), context))
     return tuple(found)
+
+
+def _near_tokens(
+    text: str, spans: Sequence[tuple[str, int, int]], start: int, end: int
+) -> list[str]:
+    """The three tokens before ``text[start:end]`` and the three after it, as the text cut
+    there would be read: from ``spans``, the text's tokens read once (each number used to
+    read the text's halves again, quadratic in a long record of numbers), or, where a token
+    runs across a cut, from the halves. Token starts and ends never decrease along
+    ``spans``."""
+    first_after = bisect_right(spans, start, key=lambda span: span[2])  # ends after the start
+    after = bisect_left(spans, end, key=lambda span: span[1])  # starts at or after the end
+    cut = (first_after < len(spans) and spans[first_after][1] < start) or (
+        after > 0 and spans[after - 1][2] > end
+    )
+    if cut:
+        return tokens(text[:start])[-3:] + tokens(text[end:])[:3]
+    return [t for t, _, _ in spans[max(0, first_after - 3) : first_after]] + [
+        t for t, _, _ in spans[after : after + 3]
+    ]
 
 
 _COMMON = frozenset(

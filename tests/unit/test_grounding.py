@@ -419,6 +419,28 @@ def test_scores_years_and_what_is_not_a_quantity() -> None:
     assert compare_facts("Drinks 2 beers.", ["only a couple of beers"]).status == "agree"
 
 
+def test_a_quantity_is_read_with_the_words_around_it_as_the_text_cut_there_reads() -> None:
+    from core.grounding.facts import _near_tokens
+    from core.text import token_spans, tokens
+
+    def halves(text: str, start: int, end: int) -> list[str]:
+        return tokens(text[:start])[-3:] + tokens(text[end:])[:3]
+
+    text = "She doesn't take metformin 500 mg twice daily; can't recall 2 doses, 1,000 units."
+    spans = token_spans(text)
+    cuts = [(m.start(), m.end()) for m in re.finditer(r"\d[\d,]*(?: \w+)?", text)]
+    cuts += [(a, b) for a in range(len(text)) for b in (a + 1, a + 4) if b <= len(text)]
+    for start, end in cuts:  # the numbers, and cuts anywhere, inside words too
+        assert _near_tokens(text, spans, start, end) == halves(text, start, end), (start, end)
+    # a long record of numbers: each number's context, as before, where the record used to be
+    # read again for each of its numbers
+    record = " ".join(f"glucose {90 + i} mg/dL on day {i}." for i in range(200))
+    found = quantities(record)
+    assert len(found) == 400
+    assert found[2].value == "91"
+    assert "glucos" in found[2].context
+
+
 def test_the_clause_that_names_the_finding_decides_its_side() -> None:
     said = ["there is some edema of your right knee , but your left knee looks fine"]
     check = compare_facts("There is edema of the left knee.", said)
