@@ -2,16 +2,18 @@
 
 The shipped model's probability is one signal; the share of the statement's words that its
 evidence (and the whole source) does not say, and whether a fact check finds a conflict or a
-missing specific, are the others (``core.grounding.verifier.COMBINED_SIGNALS``). A logistic
-regression over them, fitted here on dev rows only (ACI-Bench ``valid.csv``, the MTS-Dialog
+missing specific, are the others (``core.grounding.verifier.COMBINED_SIGNALS``). A sum of
+one monotone step function per signal on the log-odds scale (boosted one-split trees, each
+held to its signal's sign; ``--combination linear``: a weight per signal, the logistic fit of
+the earlier versions), fitted here on dev rows only (ACI-Bench ``valid.csv``, the MTS-Dialog
 dev encounters of :func:`core.grounding.splits.split_of`, PriMock57's day 4, MedHallu rows
-5-6), gives each
-statement its calibrated probability of support. The threshold is the one with the best F1
-whose false alarms on real reference sentences of the dev visits stay within
+5-6), gives each statement its calibrated probability of support. The threshold is the one
+with the best F1 whose false alarms on real reference sentences of the dev visits stay within
 ``--max-false-alarms`` (10 %, the ceiling the benchmarks hold the verifier to). Everything is
 written into ``core/data/verifier/verifier.json``.
 
     python benchmarks/fit_verifier.py --data ../shared/data [--families numbers,negation,...]
+                                      [--combination stumps|linear]
 """
 
 from __future__ import annotations
@@ -149,6 +151,81 @@ def signed_logistic(
     return found.x[:n_features], float(found.x[n_features])
 
 
+def monotone_stumps(
+    x: np.ndarray,
+    y: np.ndarray,
+    weights: np.ndarray,
+    signs: Sequence[int],
+    *,
+    rounds: int = 200,
+    rate: float = 0.1,
+    min_leaf: int = 20,
+    bins: int = 64,
+) -> tuple[dict[int, tuple[list[float], list[float]]], float]:
+    """Gradient-boosted one-split trees (Newton steps on the weighted log loss), each split
+    held to its signal's sign (+1: the right side never lower, -1: never higher). One split
+    per tree makes the sum additive: each signal gets a monotone step function of its own,
+    returned as {column: (thresholds, values)} with ``len(values) == len(thresholds) + 1``
+    (value ``k`` for ``thresholds[k-1] < v <= thresholds[k]``), and the intercept.
+
+    A straight line per signal (:func:`signed_logistic`) cannot bend: the model's log-odds
+    count the same from -8 to -4 as from -2 to 2, and a share of unsaid words that matters
+    only past a point gets no weight at all."""
+    n, d = x.shape
+    cuts = []
+    for j in range(d):
+        values = np.unique(x[:, j])
+        if len(values) > bins:
+            values = np.unique(np.quantile(x[:, j], np.linspace(0.0, 1.0, bins + 1)))
+        cuts.append((values[:-1] + values[1:]) / 2.0)
+    where = [np.searchsorted(cuts[j], x[:, j], side="left") for j in range(d)]
+    counts = [np.cumsum(np.bincount(where[j], minlength=len(cuts[j]) + 1)) for j in range(d)]
+    p0 = float(np.clip(np.average(y, weights=weights), 1e-6, 1 - 1e-6))
+    intercept = float(np.log(p0 / (1.0 - p0)))
+    z = np.full(n, intercept)
+    steps: dict[int, dict[float, list[float]]] = {}
+    for _ in range(rounds):
+        prob = 1.0 / (1.0 + np.exp(-z))
+        g, h = weights * (prob - y), weights * prob * (1.0 - prob)
+        g_all, h_all = g.sum(), h.sum()
+        best: tuple[float, int, int, float, float] | None = None
+        for j in range(d):
+            k = len(cuts[j])
+            if not k:
+                continue
+            gl = np.cumsum(np.bincount(where[j], weights=g, minlength=k + 1))[:k]
+            hl = np.cumsum(np.bincount(where[j], weights=h, minlength=k + 1))[:k]
+            gr, hr = g_all - gl, h_all - hl
+            left_n = counts[j][:k]
+            ok = (left_n >= min_leaf) & (n - left_n >= min_leaf) & (hl > 1e-9) & (hr > 1e-9)
+            vl, vr = -gl / np.maximum(hl, 1e-9), -gr / np.maximum(hr, 1e-9)
+            ok &= (vr >= vl) if signs[j] > 0 else (vr <= vl)
+            gain = np.where(ok, gl**2 / np.maximum(hl, 1e-9) + gr**2 / np.maximum(hr, 1e-9), -1)
+            i = int(np.argmax(gain))
+            if gain[i] > 0 and (best is None or gain[i] > best[0]):
+                best = (float(gain[i]), j, i, float(vl[i]), float(vr[i]))
+        if best is None:
+            break
+        _, j, i, vl_, vr_ = best
+        left = where[j] <= i
+        z += rate * np.where(left, vl_, vr_)
+        step = steps.setdefault(j, {}).setdefault(float(cuts[j][i]), [0.0, 0.0])
+        step[0] += rate * vl_
+        step[1] += rate * vr_
+    shapes = {}
+    for j, by_cut in steps.items():
+        thresholds = sorted(by_cut)
+        values = [
+            sum(
+                left if t >= (thresholds[k] if k < len(thresholds) else np.inf) else right
+                for t, (left, right) in by_cut.items()
+            )
+            for k in range(len(thresholds) + 1)
+        ]
+        shapes[j] = ([round(t, 6) for t in thresholds], [round(v, 6) for v in values])
+    return shapes, intercept
+
+
 # A family of fact checks whose conflicts fall on at most this share of the real dev
 # sentences decides by itself: its conflict makes a statement unsupported whatever the model
 # says. The logistic fit underrates such a check: the model already doubts most of what it
@@ -194,12 +271,15 @@ def fit(
     max_false_alarms: float,
     signals: Sequence[str] | None = None,
     clean_positives: bool = False,
+    shape: str = "stumps",
 ) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
     """The combination of ``signals`` (default: every one the verifier gives) fitted on
     ``rows`` (from :func:`collect`), the threshold sweep, and the dev F1 at the chosen
-    threshold. With ``clean_positives`` the fit leaves out real sentences whose evidence does
-    not say enough of them (as training does); the threshold still answers for every real
-    sentence's false alarms."""
+    threshold. ``shape`` "stumps": a monotone step function per signal
+    (:func:`monotone_stumps`); "linear": a weight per signal (:func:`signed_logistic`). With
+    ``clean_positives`` the fit leaves out real sentences whose evidence does not say enough
+    of them (as training does); the threshold still answers for every real sentence's false
+    alarms."""
     from core.grounding.verifier import COMBINED_SIGNALS, combine
 
     features = list(signals or COMBINED_SIGNALS)
@@ -213,15 +293,26 @@ def fit(
     weights = np.array(
         [r.get("weight", 1.0) * (0.5 if r["group"] == "medhallu" else 1.0) for r in learned]
     )
-    coef, intercept = signed_logistic(x, y, weights, [SIGNS[n] for n in features])
-    params: dict[str, Any] = {
-        "features": features,
-        "coef": [round(float(c), 6) for c in coef],
-        "intercept": round(float(intercept), 6),
-        "threshold": 0.5,
-        "fact_families": list(families),
-        "vetoes": vetoes(rows, families),
-    }
+    signs = [SIGNS[n] for n in features]
+    params: dict[str, Any] = {"features": features}
+    if shape == "stumps":
+        shapes, intercept = monotone_stumps(x, y, weights, signs)
+        params["shapes"] = {
+            features[j]: {"thresholds": t, "values": v} for j, (t, v) in sorted(shapes.items())
+        }
+    elif shape == "linear":
+        coef, intercept = signed_logistic(x, y, weights, signs)
+        params["coef"] = [round(float(c), 6) for c in coef]
+    else:
+        raise ValueError(f"shape: {shape!r} is neither 'stumps' nor 'linear'")
+    params.update(
+        {
+            "intercept": round(float(intercept), 6),
+            "threshold": 0.5,
+            "fact_families": list(families),
+            "vetoes": vetoes(rows, families),
+        }
+    )
     support = np.array(
         [
             combine(dict(r["signals"]), params)[0]
@@ -266,6 +357,13 @@ def main() -> None:
         action="store_true",
         help="every generated hallucination of each dev sentence (weighted), not one",
     )
+    parser.add_argument(
+        "--combination",
+        choices=("stumps", "linear"),
+        default="stumps",
+        help="a monotone step function per signal (boosted one-split trees), or a weight per "
+        "signal (the logistic fit of the earlier versions)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print, do not write")
     args = parser.parse_args()
 
@@ -286,6 +384,7 @@ def main() -> None:
         max_false_alarms=args.max_false_alarms,
         signals=signals,
         clean_positives=args.clean_positives,
+        shape=args.combination,
     )
     print_table(table, ["threshold", "f1", "false alarms (real)"], "dev sweep")
     print(f"chosen threshold {params['threshold']} (dev F1 {dev_f1:.3f})")
@@ -303,7 +402,8 @@ def main() -> None:
         + (f" --families {args.families}" if args.families else "")
         + (f" --signals {args.signals}" if args.signals else "")
         + (" --clean-positives" if args.clean_positives else "")
-        + (" --every-hallucination" if args.every_hallucination else ""),
+        + (" --every-hallucination" if args.every_hallucination else "")
+        + (" --combination linear" if args.combination == "linear" else ""),
     }
     path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     print(f"wrote the combination into {path}")

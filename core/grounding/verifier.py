@@ -1126,16 +1126,23 @@ SIGNAL_SIGNS = {
 
 def combine(signals: dict[str, float], params: dict[str, Any] | None) -> tuple[float, bool]:
     """The calibrated probability that the sources support a statement, and whether it is
-    grounded: a logistic combination of the signals fitted on development data
-    (``benchmarks/fit_verifier.py``), the model's log-odds among them; without fitted
-    parameters, the model's probability against 0.5."""
+    grounded: a combination of the signals fitted on development data
+    (``benchmarks/fit_verifier.py``), the model's log-odds among them, on the log-odds scale:
+    a monotone step function per signal (``shapes``: its ``thresholds`` and the ``values``
+    between them) or a weight per signal (``coef``, the earlier versions' form); without
+    fitted parameters, the model's probability against 0.5."""
     p = min(1 - 1e-6, max(1e-6, signals["model"]))
     if not params:
         return p, p >= 0.5
     x = {**signals, "model": float(np.log(p / (1 - p)))}
-    z = float(params["intercept"]) + sum(
-        float(w) * x[name] for name, w in zip(params["features"], params["coef"], strict=True)
-    )
+    z = float(params["intercept"])
+    if "shapes" in params:
+        for name, shape in params["shapes"].items():
+            z += float(shape["values"][bisect_left(shape["thresholds"], x[name])])
+    else:
+        z += sum(
+            float(w) * x[name] for name, w in zip(params["features"], params["coef"], strict=True)
+        )
     support = 1.0 / (1.0 + float(np.exp(-z)))
     # a fact check precise enough on development data decides alone (a dose or a side the
     # evidence gives otherwise): the support is at most how often its conflicts were wrong

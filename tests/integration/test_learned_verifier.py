@@ -39,10 +39,11 @@ def verifier() -> GroundingVerifier:
 # Known misses of the shipped model, kept as strict expected failures so that they are seen
 # (and a model that fixes them must say so here). The third version fixed two of the
 # second's: "An X-ray ... was ordered" (said by the visit) is now grounded, and "He reports
-# fever and chills" against "Any fever or chills?" "No, none." is now flagged. What is left:
-# a changed social-history fact, an invented duration and an invented condition, read as
-# the visit's topic (a condition the visit never names is caught by the fact checks when the
-# evidence names another one, and not when it names none: "missing" weighs little).
+# fever and chills" against "Any fever or chills?" "No, none." is now flagged. The
+# combination of step functions (2026-11-29), which asks more of the model where the rules
+# do not ground a statement, flags two more: a changed social-history fact and an invented
+# condition the visit never names. What is left: an invented duration, read as the visit's
+# topic.
 KNOWN_MISS = pytest.mark.xfail(strict=True, reason="known miss of the shipped model")
 
 
@@ -70,14 +71,13 @@ def test_supported_statements_are_grounded(verifier: GroundingVerifier, statemen
         ("She takes naproxen 400 mg twice daily.", "naproxen"),  # another drug
         ("He reports fever and chills.", None),  # negation
         ("The patient reports swelling of the left knee for two weeks.", "left"),  # wrong side
-        pytest.param("He currently smokes a pack a day.", None, marks=KNOWN_MISS),  # social
+        ("He currently smokes a pack a day.", None),  # changed social history
         ("She was referred to cardiology.", "cardiology"),  # invented referral
         pytest.param(  # invented duration
             "He has been taking ibuprofen for two years.", None, marks=KNOWN_MISS
         ),
-        pytest.param(  # invented condition, where the visit names none to compare with
-            "He has a history of gout in the right knee.", None, marks=KNOWN_MISS
-        ),
+        # an invented condition, where the visit names none to compare it with
+        ("He has a history of gout in the right knee.", None),
     ],
 )
 def test_hallucinations_are_flagged(

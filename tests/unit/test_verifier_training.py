@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from core.grounding.perturb import KINDS, hallucinate, negated, negation_cue
@@ -393,6 +394,68 @@ def test_a_vetoing_family_caps_support_whatever_the_model_says() -> None:
     support, grounded = combine({**sure, "conflict_numbers": 1.0}, {**params, "vetoes": {}})
     assert support > 0.9
     assert grounded
+
+
+def test_a_step_function_per_signal_reads_each_value_in_its_interval() -> None:
+    from core.grounding.verifier import combine
+
+    params = {
+        "features": ["model", "conflict_numbers"],
+        "shapes": {
+            "model": {"thresholds": [-2.0, 1.0], "values": [-3.0, 0.0, 2.0]},
+            "conflict_numbers": {"thresholds": [0.5], "values": [0.0, -1.0]},
+        },
+        "intercept": 0.5,
+        "threshold": 0.5,
+    }
+
+    def z(model_logodds: float, conflict: float) -> float:
+        p = 1 / (1 + np.exp(-model_logodds))
+        support, _ = combine({"model": p, "conflict_numbers": conflict}, params)
+        return float(np.log(support / (1 - support)))
+
+    assert z(-5.0, 0.0) == pytest.approx(-2.5)  # below the first threshold
+    assert z(-2.0, 0.0) == pytest.approx(-2.5, abs=1e-4)  # a threshold belongs to the left
+    assert z(0.0, 0.0) == pytest.approx(0.5)
+    assert z(3.0, 0.0) == pytest.approx(2.5)
+    assert z(3.0, 1.0) == pytest.approx(1.5)
+    # a signal the verifier gives but the combination does not read changes nothing
+    support, _ = combine({"model": 0.5, "conflict_numbers": 0.0, "missing": 1.0}, params)
+    assert support == pytest.approx(1 / (1 + np.exp(-0.5)))
+
+
+def test_boosted_stumps_bend_where_the_data_bends_and_keep_each_signals_sign() -> None:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from fit_verifier import monotone_stumps
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    model = rng.uniform(-6, 6, n)
+    conflict = (rng.random(n) < 0.2).astype(float)
+    # support rises with the model's log-odds only past 0 (a bend no straight line has), a
+    # conflict lowers it, and a third signal is noise that may only lower it
+    noise = rng.random(n)
+    z = np.where(model > 0, 2.0, -2.0) - 2.0 * conflict
+    y = (rng.random(n) < 1 / (1 + np.exp(-z))).astype(float)
+    x = np.column_stack([model, conflict, noise])
+    shapes, intercept = monotone_stumps(x, y, np.ones(n), [1, -1, -1])
+
+    def value(j: int, v: float) -> float:
+        thresholds, values = shapes.get(j, ([], [0.0]))
+        return values[int(np.searchsorted(thresholds, v, side="left"))]
+
+    for j, sign in ((0, 1), (1, -1), (2, -1)):  # monotone in the sign's direction
+        thresholds, values = shapes.get(j, ([], [0.0]))
+        assert len(values) == len(thresholds) + 1
+        steps = np.diff(values)
+        assert (steps * sign >= -1e-9).all(), (j, values)
+    # the bend is at 0: flat on each side, a jump of about 4 log-odds across it
+    assert value(0, 0.5) - value(0, -0.5) > 3.0
+    assert abs(value(0, 5.5) - value(0, 0.5)) < 0.6
+    assert abs(value(0, -0.5) - value(0, -5.5)) < 0.6
+    assert -2.6 < value(1, 1.0) - value(1, 0.0) < -1.4
+    assert abs(value(2, 0.9) - value(2, 0.1)) < 0.3
+    assert np.isfinite(intercept)
 
 
 def test_only_a_family_that_rarely_fires_on_real_sentences_vetoes() -> None:
