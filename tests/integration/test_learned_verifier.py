@@ -41,9 +41,10 @@ def verifier() -> GroundingVerifier:
 # second's: "An X-ray ... was ordered" (said by the visit) is now grounded, and "He reports
 # fever and chills" against "Any fever or chills?" "No, none." is now flagged. The
 # combination of step functions (2026-11-29), which asks more of the model where the rules
-# do not ground a statement, flags two more: a changed social-history fact and an invented
-# condition the visit never names. What is left: an invented duration, read as the visit's
-# topic.
+# do not ground a statement, flags two more: a changed smoking history that adds a dose ("a
+# pack a day") and an invented condition the visit never names. What is left: the changed
+# smoking history said plainly ("a current smoker" for "I quit") and an invented duration,
+# read as the visit's topic.
 KNOWN_MISS = pytest.mark.xfail(strict=True, reason="known miss of the shipped model")
 
 
@@ -71,7 +72,8 @@ def test_supported_statements_are_grounded(verifier: GroundingVerifier, statemen
         ("She takes naproxen 400 mg twice daily.", "naproxen"),  # another drug
         ("He reports fever and chills.", None),  # negation
         ("The patient reports swelling of the left knee for two weeks.", "left"),  # wrong side
-        ("He currently smokes a pack a day.", None),  # changed social history
+        ("He currently smokes a pack a day.", None),  # changed social history, with a dose
+        pytest.param("He is a current smoker.", None, marks=KNOWN_MISS),  # and without one
         ("She was referred to cardiology.", "cardiology"),  # invented referral
         pytest.param(  # invented duration
             "He has been taking ibuprofen for two years.", None, marks=KNOWN_MISS
