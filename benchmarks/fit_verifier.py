@@ -169,8 +169,7 @@ def monotone_stumps(
     (value ``k`` for ``thresholds[k-1] < v <= thresholds[k]``), and the intercept.
 
     A straight line per signal (:func:`signed_logistic`) cannot bend: the model's log-odds
-    count the same from -8 to -4 as from -2 to 2, and a share of unsaid words that matters
-    only past a point gets no weight at all."""
+    count the same from -8 to -4, where the model is sure either way, as from -2 to 2."""
     n, d = x.shape
     cuts = []
     for j in range(d):

@@ -389,6 +389,8 @@ class GroundingVerifier:
         self.llm = llm
         self.learned = learned
         combination = learned.settings.get("combination") if learned is not None else None
+        if combination:
+            check_combination(combination)
         self.combination: dict[str, Any] | None = combination
         if fact_families is None:
             kept = (combination or {}).get("fact_families")
@@ -1122,6 +1124,32 @@ SIGNAL_SIGNS = {
     "rules_grounded": 1,
     "rules_contradicted": -1,
 }
+
+
+def check_combination(params: dict[str, Any]) -> None:
+    """Refuse a fitted combination (``verifier.json``) that :func:`combine` would misread:
+    a signal the verifier does not give, a step function whose thresholds are not in order or
+    whose values are not one more than its thresholds, or weights that do not match the
+    features. ValueError names what is wrong."""
+    known = set(COMBINED_SIGNALS)
+    if "shapes" in params:
+        for name, shape in params["shapes"].items():
+            if name not in known:
+                raise ValueError(f"combination.shapes: unknown signal {name!r}")
+            thresholds, values = shape.get("thresholds", []), shape.get("values", [])
+            if len(values) != len(thresholds) + 1:
+                raise ValueError(
+                    f"combination.shapes.{name}: {len(values)} values for "
+                    f"{len(thresholds)} thresholds (needs one more value)"
+                )
+            if any(a >= b for a, b in zip(thresholds, thresholds[1:], strict=False)):
+                raise ValueError(f"combination.shapes.{name}: thresholds not increasing")
+    else:
+        features, coef = params.get("features", []), params.get("coef")
+        if coef is None or len(coef) != len(features):
+            raise ValueError("combination: needs 'shapes', or one 'coef' per feature")
+        if unknown := sorted(set(features) - known):
+            raise ValueError(f"combination.features: unknown signal(s) {', '.join(unknown)}")
 
 
 def combine(signals: dict[str, float], params: dict[str, Any] | None) -> tuple[float, bool]:

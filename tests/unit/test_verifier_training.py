@@ -424,6 +424,24 @@ def test_a_step_function_per_signal_reads_each_value_in_its_interval() -> None:
     assert support == pytest.approx(1 / (1 + np.exp(-0.5)))
 
 
+def test_a_combination_combine_would_misread_is_refused_by_name() -> None:
+    from core.grounding.verifier import check_combination
+
+    good = {"model": {"thresholds": [-1.0, 1.0], "values": [-2.0, 0.0, 2.0]}}
+    check_combination({"shapes": good, "intercept": 0.0})  # accepted
+    check_combination({"features": ["model", "missing"], "coef": [1.0, -0.3]})
+    short = {"model": {"thresholds": [-1.0, 1.0], "values": [-2.0, 2.0]}}
+    with pytest.raises(ValueError, match=r"shapes\.model: 2 values for 2 thresholds"):
+        check_combination({"shapes": short})
+    unordered = {"model": {"thresholds": [1.0, -1.0], "values": [0.0, 1.0, 2.0]}}
+    with pytest.raises(ValueError, match="thresholds not increasing"):
+        check_combination({"shapes": unordered})
+    with pytest.raises(ValueError, match="unknown signal 'novelty'"):
+        check_combination({"shapes": {"novelty": good["model"]}})
+    with pytest.raises(ValueError, match="one 'coef' per feature"):
+        check_combination({"features": ["model", "missing"], "coef": [1.0]})
+
+
 def test_boosted_stumps_bend_where_the_data_bends_and_keep_each_signals_sign() -> None:
     sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from fit_verifier import monotone_stumps
