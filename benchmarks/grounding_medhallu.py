@@ -8,9 +8,11 @@ used: an answer is flagged when any of its statements is not grounded, and its r
 AUROC) is one minus its support score (the least support of its statements). Side by side:
 the learned verifier (the default), the previous rules-only verifier (risk: one minus its
 grounding score), and flagging every answer, which already scores F1 2/3 as the classes are
-balanced.
+balanced. A second table ranks the same answers by what else tells the two apart (their
+length; the model alone on whole answers), to show what the benchmark rewards.
 
     python benchmarks/grounding_medhallu.py --data ../shared/data [--test-items N]
+                                            [--no-rules] [--no-diagnostics]
 """
 
 from __future__ import annotations
@@ -58,9 +60,56 @@ def score(verifier: Any, items: list[dict[str, Any]], *, learned: bool) -> list[
                     "flag": int(result.grounding_score < 1.0),
                     "risk": risk,
                     "difficulty": item["Difficulty Level"],
+                    "answer": answer,
+                    "statements": [s.statement for s in result.statements],
+                    "knowledge": [t for t in item["Knowledge"] if t],
                 }
             )
     return out
+
+
+def diagnostics(model: Any, scored: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What else ranks the same answers, beside the verifier (AUROC, hallucinated = 1): the
+    answer's length (shorter ranked as hallucinated), and the shipped model alone reading the
+    whole answer, and each of the verifier's statements, against each knowledge passage (its
+    best). A ground-truth answer here is the abstract's own conclusion, which the knowledge
+    (the rest of the abstract) need not entail; a hallucinated one was generated from the
+    question and the knowledge, and is shorter: a verifier that reads every statement and
+    keeps the least support has more statements of the true answers to find fault with."""
+
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    y = [r["label"] for r in scored]
+    whole, least, mean = [], [], []
+    for r in scored:
+        whole.append(-float(model.logits([(r["answer"], k) for k in r["knowledge"]]).max()))
+        each = [
+            float(model.logits([(s, k) for k in r["knowledge"]]).max()) for s in r["statements"]
+        ] or [0.0]
+        least.append(-min(each))
+        mean.append(-float(np.mean(each)))
+    rows = []
+    for label, risk in (
+        (
+            "answer length in words (shorter = hallucinated)",
+            [-len(r["answer"].split()) for r in scored],
+        ),
+        ("model alone, whole answer vs best knowledge passage", whole),
+        ("model alone, least support of the answer's statements", least),
+        ("model alone, mean support of the answer's statements", mean),
+    ):
+        rows.append({"ranked by": label, "auroc": float(roc_auc_score(y, risk))})
+    for label in (0, 1):
+        part = [r for r in scored if r["label"] == label]
+        rows.append(
+            {
+                "ranked by": f"({'hallucinated' if label else 'ground-truth'} answers: "
+                f"{np.mean([len(r['statements']) for r in part]):.2f} statements, "
+                f"{np.mean([len(r['answer'].split()) for r in part]):.1f} words on average)"
+            }
+        )
+    return rows
 
 
 def main() -> None:
@@ -69,6 +118,11 @@ def main() -> None:
         "--test-items", type=int, default=0, help="test items sampled (0: the whole test split)"
     )
     parser.add_argument("--no-rules", action="store_true", help="skip the rules-only verifier")
+    parser.add_argument(
+        "--no-diagnostics",
+        action="store_true",
+        help="skip the second table (answer length, the model alone on whole answers)",
+    )
     args = parser.parse_args()
 
     from sklearn.metrics import roc_auc_score
@@ -94,10 +148,13 @@ def main() -> None:
             False,
         )
     rows = []
+    extra: list[dict[str, Any]] = []
     for name, (verifier, learned) in verifiers.items():
         started = time.perf_counter()
         scored = score(verifier, test, learned=learned)
         elapsed = time.perf_counter() - started
+        if learned and not args.no_diagnostics:
+            extra = diagnostics(verifier.learned, scored)
         for subset in ("test (all)", *LEVELS):
             part = [r for r in scored if subset == "test (all)" or r["difficulty"] == subset]
             y = [r["label"] for r in part]
@@ -136,8 +193,10 @@ def main() -> None:
     print_table(
         rows, ["verifier", "subset", "n answers", "precision", "recall", "f1", "auroc", "answers/s"]
     )
+    if extra:
+        print_table(extra, ["ranked by", "auroc"], "what else ranks the same answers (diagnostics)")
     if args.json:
-        print_json(rows)
+        print_json({"verifiers": rows, "diagnostics": extra} if extra else rows)
 
 
 if __name__ == "__main__":
