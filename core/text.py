@@ -219,14 +219,43 @@ _SOFT_ABBREVIATIONS = frozenset(
 _BULLET_RE = re.compile(
     r"^[ \t]*(?:[-*\u2022\u25aa\u25cf\u2023>]+|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])[ \t]+"
 )
-_HEADER_RE = re.compile(r"[ \t]*([A-Z][A-Za-z /&()-]{1,40}):(?:[ \t]+|$)")
+# a section label before its text ("Plan: rest"), also as Markdown writes it in bold
+# ("**Plan:** rest", "**Plan**: rest")
+_HEADER_RE = re.compile(
+    r"[ \t]*(?:\*\*|__)?([A-Z][A-Za-z /&()-]{1,40})(?:\*\*|__)?:(?:\*\*|__)?(?:[ \t]+|$)"
+)
+# a Markdown heading ("## Social history"): a title, never a statement
+_HEADING_RE = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]|$)")
+# a line all in bold or italics (a Markdown title: "**Summary of visit**")
+_EMPHASIZED_RE = re.compile(r"[ \t]*(\*{1,3}|_{1,3})(?=\S)((?:(?!\1).)+?)(?<=\S)\1[ \t]*")
 _SPEAKER_RE = re.compile(
     r"^[ \t]*(?:\[[a-z_ ]{2,20}\]|(?:doctor|patient|dr|pt|nurse)\s*:)[ \t]*", re.I
 )
 _BOUNDARY_RE = re.compile(r"[.!?]+[\"')\]]*(?=\s)|[;]|\s\.\s")
 
 
+_INLINE_EMPHASIS_RE = re.compile(r"(?<!\w)(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)")
+
+
+def strip_emphasis(text: str) -> str:
+    """``text`` without Markdown's bold and italic marks ("takes **metformin**" -> "takes
+    metformin"); an underscore inside a word ("snake_case") stays."""
+    if "*" not in text and "_" not in text:
+        return text
+    return _INLINE_EMPHASIS_RE.sub(r"\2", _INLINE_EMPHASIS_RE.sub(r"\2", text))  # nested: twice
+
+
 def _is_header_line(line: str) -> bool:
+    if _HEADING_RE.match(line):
+        return True
+    emphasized = _EMPHASIZED_RE.fullmatch(line)
+    if emphasized:  # a title in bold: short, without a number, and not a sentence
+        title = emphasized.group(2).strip().rstrip(":").strip()
+        return (
+            len(title.split()) <= 8
+            and not title.endswith((".", "!", "?"))
+            and not any(c.isdigit() for c in title)
+        )
     stripped = line.strip().rstrip(":").strip()
     if not stripped or len(stripped) > 60 or stripped.endswith((".", "!", "?")):
         return False
@@ -276,6 +305,9 @@ def _split_segment(text: str, start: int, end: int) -> list[tuple[int, int]]:
             a += 1
         while b > a and text[b - 1].isspace():
             b -= 1
+        wrapped = _EMPHASIZED_RE.fullmatch(text, a, b)  # a sentence all in bold: without it
+        if wrapped:
+            a, b = wrapped.start(2), wrapped.end(2)
         if b > a and any(c.isalnum() for c in text[a:b]):
             out.append((a, b))
     return out
@@ -359,8 +391,11 @@ def split_sentences(text: str) -> list[Span]:
 
     Survives abbreviations ("b.i.d.", "Dr.", "approx."), decimals ("6.8%"), blood pressures
     ("132/84"), bullets and numbered lists, section headers ("Assessment:") and speaker tags
-    ("[doctor]"). Header-only lines are not sentences; a header followed by text on the same
-    line is left out of the sentence.
+    ("[doctor]"), and Markdown as LLMs write it: headings ("## Plan"), titles and labels in
+    bold ("**Summary of visit**", "**Plan:** rest"). Header-only lines are not sentences; a
+    header followed by text on the same line is left out of the sentence, and so are the
+    bold marks around a whole sentence (inline ones stay; the learned verifier reads them
+    away).
     """
     spans: list[Span] = []
     for seg_start, seg_end in _segments(text):

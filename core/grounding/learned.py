@@ -43,10 +43,13 @@ WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
 def model_inputs(statement: str, evidence: str) -> tuple[str, str]:
     """What the model reads: both texts with spelled-out numbers as digits ("forty five
     milligrams" -> "45 milligrams", "a week ago" -> "1 week ago"), so that a note's "45 mg"
-    and a visit's spoken dose compare as the same token. Training reads pairs the same way."""
+    and a visit's spoken dose compare as the same token, and without Markdown's bold and
+    italic marks (an LLM's "takes **metformin**"), which training never shows it. Training
+    reads pairs the same way."""
     from core.grounding.facts import digits
+    from core.text import strip_emphasis
 
-    return digits(statement, ordinals=False), digits(evidence)
+    return digits(strip_emphasis(statement), ordinals=False), digits(strip_emphasis(evidence))
 
 
 class VerifierUnavailableError(RuntimeError):

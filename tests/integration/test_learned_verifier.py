@@ -105,6 +105,37 @@ def test_the_model_reads_a_statement_against_its_opposite(verifier: GroundingVer
     assert right.status == "grounded"
 
 
+def test_a_markdown_summary_is_judged_on_its_statements_not_its_headings(
+    verifier: GroundingVerifier,
+) -> None:
+    # an LLM's answer in Markdown: a heading read as a statement is supported by no source,
+    # and its low support became the whole answer's support score
+    summary = (
+        "**Summary of Visit**\n\n"
+        "**History of Present Illness:**\n"
+        "- Swelling of the right knee for two weeks after a fall from a ladder.\n"
+        "- Takes **ibuprofen** 400 mg twice daily.\n\n"
+        "### Social History\n"
+        "- Quit smoking about ten years ago.\n\n"
+        "**Plan**\n"
+        "1. *X-ray of the right knee.*\n"
+    )
+    result = verifier.verify(summary, [SourceChunk("visit", VISIT, "transcript")])
+    assert [s.statement for s in result.statements] == [
+        "Swelling of the right knee for two weeks after a fall from a ladder.",
+        "Takes **ibuprofen** 400 mg twice daily.",
+        "Quit smoking about ten years ago.",
+        "X-ray of the right knee.",
+    ]
+    assert result.overall_grounded, [(s.statement, s.status) for s in result.statements]
+    bold = result.statements[1]
+    # the model read the statement without its bold marks, as the same words in plain text
+    (plain,) = verifier.verify_statements(
+        ["Takes ibuprofen 400 mg twice daily."], [SourceChunk("visit", VISIT, "transcript")]
+    )
+    assert bold.support == pytest.approx(plain.support)
+
+
 def test_learned_tier_reports_ok_and_support_score(verifier: GroundingVerifier) -> None:
     result = verifier.verify(
         "The right knee is swollen. An MRI was ordered.",

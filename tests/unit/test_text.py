@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from core.text import normalize, normalize_with_map, split_sentences, split_statements
+from core.text import (
+    normalize,
+    normalize_with_map,
+    split_sentences,
+    split_statements,
+    strip_emphasis,
+)
 
 NOTE = """Assessment: Patient is stable. Takes metformin 500 mg b.i.d. daily.
 HbA1c was 6.8% approx. 3 months ago. BP 132/84 today. Dr. Smith saw him.
@@ -43,6 +49,60 @@ def test_sentence_offsets_index_the_original() -> None:
 def test_header_only_lines_and_bullets_are_not_sentences() -> None:
     text = "HISTORY OF PRESENT ILLNESS\n\n* Cough for 2 weeks.\n* No fever.\nPlan:\nRest."
     assert texts(split_sentences(text)) == ["Cough for 2 weeks.", "No fever.", "Rest."]
+
+
+MARKDOWN_SUMMARY = """**Summary of Visit**
+
+**Chief Complaint:** Right knee swelling.
+
+**History of Present Illness**:
+- The patient reports swelling of the right knee for two weeks.
+- Takes **ibuprofen** 400 mg twice daily.
+
+### Assessment and Plan
+1. **X-ray of the right knee ordered.**
+2. *Follow up in 2 weeks.*
+
+## 3. Social history
+__Former smoker__, quit 10 years ago.
+**BP 132/84**
+"""
+
+
+def test_markdown_headings_and_bold_titles_are_not_statements() -> None:
+    # an LLM's summary in Markdown: its headings and bold titles claim nothing, and a
+    # heading read as a statement is flagged as unsupported by every source
+    spans = split_statements(MARKDOWN_SUMMARY)
+    assert texts(spans) == [
+        "Right knee swelling.",
+        "The patient reports swelling of the right knee for two weeks.",
+        "Takes **ibuprofen** 400 mg twice daily.",
+        "X-ray of the right knee ordered.",
+        "Follow up in 2 weeks.",
+        "__Former smoker__, quit 10 years ago.",
+        "BP 132/84",
+    ]
+    for span in spans:
+        assert MARKDOWN_SUMMARY[span.start : span.end] == span.text
+
+
+def test_a_line_of_names_in_bold_is_not_a_title() -> None:
+    assert texts(split_statements("**Metformin** and **lisinopril**")) == [
+        "**Metformin** and **lisinopril**"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "plain"),
+    [
+        ("Takes **metformin** daily.", "Takes metformin daily."),
+        ("*Denies* fever and __chills__.", "Denies fever and chills."),
+        ("**bold *and italic* too**", "bold and italic too"),
+        ("snake_case_name and 2 * 3 * 4", "snake_case_name and 2 * 3 * 4"),
+    ],
+)
+def test_strip_emphasis_removes_markdown_marks_only(text: str, plain: str) -> None:
+    assert strip_emphasis(text) == plain
 
 
 def test_vital_sign_line_in_capitals_is_kept() -> None:
