@@ -2,7 +2,7 @@
 FROM python:3.11-slim
 ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY core ./core
 COPY dashboard ./dashboard
 COPY .streamlit ./.streamlit
