@@ -234,12 +234,15 @@ _SPEAKER_RE = re.compile(
 _BOUNDARY_RE = re.compile(r"[.!?]+[\"')\]]*(?=\s)|[;]|\s\.\s")
 
 
-_INLINE_EMPHASIS_RE = re.compile(r"(?<!\w)(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)")
+_INLINE_EMPHASIS_RE = re.compile(
+    r"(?<![\w*])(\*{1,3}|_{1,3})(?=[^\s*_])(.+?)(?<=[^\s*_])\1(?![\w*])"
+)
 
 
 def strip_emphasis(text: str) -> str:
     """``text`` without Markdown's bold and italic marks ("takes **metformin**" -> "takes
-    metformin"); an underscore inside a word ("snake_case") stays."""
+    metformin"); an underscore inside a word ("snake_case") and a blank to fill ("_____")
+    stay."""
     if "*" not in text and "_" not in text:
         return text
     return _INLINE_EMPHASIS_RE.sub(r"\2", _INLINE_EMPHASIS_RE.sub(r"\2", text))  # nested: twice

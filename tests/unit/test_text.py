@@ -99,6 +99,7 @@ def test_a_line_of_names_in_bold_is_not_a_title() -> None:
         ("*Denies* fever and __chills__.", "Denies fever and chills."),
         ("**bold *and italic* too**", "bold and italic too"),
         ("snake_case_name and 2 * 3 * 4", "snake_case_name and 2 * 3 * 4"),
+        ("Seen by Dr. _______ on ____.", "Seen by Dr. _______ on ____."),
     ],
 )
 def test_strip_emphasis_removes_markdown_marks_only(text: str, plain: str) -> None:
