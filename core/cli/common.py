@@ -24,6 +24,7 @@ from core.inputs import (
     decode_utf8,
     parse_json,
 )
+from core.text import short_hash
 
 __all__ = [
     "EXIT_INVALID",
@@ -77,6 +78,30 @@ def fail(
     raise typer.Exit(code)
 
 
+# the longest file name a file system takes: an argument longer than this, with a line
+# break, or of several words and no folder, is text given where a path belongs (an answer
+# pasted in), and is not echoed
+_NAME_MAX = 255
+_TEXT_WORDS = 4
+
+
+def _shown_path(path: str) -> str:
+    """A path as an error message may show it; text given in its place (a pasted answer)
+    is named by its length and hash only, as patient text must be."""
+    text_like = (
+        len(path) > _NAME_MAX
+        or "\n" in path
+        or "\r" in path
+        or (len(path.split()) >= _TEXT_WORDS and "/" not in path and "\\" not in path)
+    )
+    if not text_like:
+        return path
+    return (
+        f"the argument is {len(path):,} characters of text (sha256 {short_hash(path)}), "
+        "not a path: give the text in a file, or - to read it from stdin"
+    )
+
+
 def read_bytes(path: Path | str, *, what: str, max_bytes: int) -> bytes:
     """Read a file (or ``-`` for stdin), refusing missing, empty or oversized input."""
     if str(path) == "-":
@@ -84,7 +109,7 @@ def read_bytes(path: Path | str, *, what: str, max_bytes: int) -> bytes:
     else:
         p = Path(path)
         if not p.exists():
-            raise InputError(f"{what}: file not found: {p}")
+            raise InputError(f"{what}: file not found: {_shown_path(str(path))}")
         if not p.is_file():
             raise InputError(f"{what}: not a regular file: {p}")
         size = p.stat().st_size

@@ -174,7 +174,15 @@ def test_cli_logs_and_errors_hold_no_patient_text(
         cli("verify", str(answer), "--source", str(transcript), "--json"),
         cli("export", "--patient", "p-priv", "--format", "csv"),
         cli("purge", "--older-than", "1", "--json"),
+        # an answer pasted where its file belongs: the error names its length, not its text
+        cli("ground", str(record(0)["answer"]), "--source", str(transcript), "--json"),
+        cli("ground", f"{NAME} takes warfarin", "--source", str(transcript)),
+        cli("selfcheck", f"{TOKEN}\n{NAME}", "--samples", str(samples)),
     ]
+    for code, stdout, stderr in outputs[-3:]:
+        assert code == 1
+        assert "characters of text" in stdout + stderr
+        assert "not a path" in stdout + stderr
     assert outputs[0][0] == 0
     assert json.loads(outputs[0][1])["imported"] == 3
     assert outputs[1][0] == 2
