@@ -216,8 +216,11 @@ _SOFT_ABBREVIATIONS = frozenset(
     "mg mcg ml cc hr hrs min max yr yrs wk wks mo mos lb lbs oz".split()
 )
 
+# list markers: Markdown's (- * +), numbers and letters, and the bullets word processors and
+# LLMs write (• ◦ ▪ ▫ ■ □ ● ○ ‣ ⁃ · ∙ – — ► ➢ ➤ ✓ ✔)
 _BULLET_RE = re.compile(
-    r"^[ \t]*(?:[-*\u2022\u25aa\u25cf\u2023>]+|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])[ \t]+"
+    r"^[ \t]*(?:[-*+>\u2022\u25e6\u25aa\u25ab\u25a0\u25a1\u25cf\u25cb\u2023\u2043\u00b7\u2219"
+    r"\u2013\u2014\u25ba\u27a2\u27a4\u2713\u2714]+|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])[ \t]+"
 )
 # a section label before its text ("Plan: rest"), also as Markdown writes it in bold
 # ("**Plan:** rest", "**Plan**: rest")

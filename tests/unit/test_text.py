@@ -86,6 +86,19 @@ def test_markdown_headings_and_bold_titles_are_not_statements() -> None:
         assert MARKDOWN_SUMMARY[span.start : span.end] == span.text
 
 
+def test_bullets_of_word_processors_and_markdown_start_statements() -> None:
+    text = "• Knee sprain\n◦ Ibuprofen 400 mg\n▪ Rest and ice\n– Follow up in 2 weeks\n+ Ice.\n"
+    text += "+2 pitting edema of the legs."
+    assert texts(split_statements(text)) == [
+        "Knee sprain",
+        "Ibuprofen 400 mg",
+        "Rest and ice",
+        "Follow up in 2 weeks",
+        "Ice.",
+        "+2 pitting edema of the legs.",
+    ]
+
+
 def test_a_line_of_names_in_bold_is_not_a_title() -> None:
     assert texts(split_statements("**Metformin** and **lisinopril**")) == [
         "**Metformin** and **lisinopril**"
