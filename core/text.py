@@ -342,23 +342,53 @@ def _line_ends_unit(line: str, next_line: str) -> bool:
     )
 
 
+# a Markdown table: its rows between pipes, the line of dashes under its column names
+_TABLE_ROW_RE = re.compile(r"[ \t]*\|(.*\|)[ \t]*")
+_TABLE_RULE_RE = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?")
+
+
+def _table_row(text: str, line_start: int, body: str) -> tuple[int, int] | None:
+    """The range of a Markdown table row's cells ("| Metformin | 500 mg |" -> "Metformin |
+    500 mg"), or None for a line that is not one."""
+    row = _TABLE_ROW_RE.fullmatch(body)
+    if row is None:
+        return None
+    a, b = line_start + row.start(1), line_start + row.end(1) - 1  # inside the outer pipes
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
+
+
 def _segments(text: str) -> list[tuple[int, int]]:
     """Paragraph-level ranges: lines are joined unless a blank line, bullet, number,
     header or speaker tag starts a new unit, or the line before is a whole short line of
-    its own (:func:`_line_ends_unit`). Leading markers and headers are excluded."""
+    its own (:func:`_line_ends_unit`). Leading markers and headers are excluded. A Markdown
+    table's rows are a unit each, its column names and rule are not read."""
     segments: list[tuple[int, int]] = []
     current: list[int] | None = None
     pos = 0
     previous = ""
-    for line in text.splitlines(keepends=True):
+    lines = text.splitlines(keepends=True)
+    rules = {i for i, line in enumerate(lines) if _TABLE_RULE_RE.fullmatch(line.rstrip("\r\n"))}
+    for i, line in enumerate(lines):
         line_start, body = pos, line.rstrip("\r\n")
         pos += len(line)
         ends_previous = bool(current) and _line_ends_unit(previous, body)
         previous = body
-        if not body.strip():
+        row = _table_row(text, line_start, body) if "|" in body else None
+        if not body.strip() or i in rules or (row is not None and i + 1 in rules):
+            if current:  # a blank line ends a unit; a table's rule and column names are skipped
+                segments.append((current[0], current[1]))
+            current = None
+            continue
+        if row is not None:
             if current:
                 segments.append((current[0], current[1]))
             current = None
+            if row[1] > row[0]:
+                segments.append(row)
             continue
         content_start = line_start
         new_unit = False
@@ -398,7 +428,8 @@ def split_sentences(text: str) -> list[Span]:
     Survives abbreviations ("b.i.d.", "Dr.", "approx."), decimals ("6.8%"), blood pressures
     ("132/84"), bullets and numbered lists, section headers ("Assessment:") and speaker tags
     ("[doctor]"), and Markdown as LLMs write it: headings ("## Plan"), titles and labels in
-    bold ("**Summary of visit**", "**Plan:** rest"). Header-only lines are not sentences; a
+    bold ("**Summary of visit**", "**Plan:** rest"), tables (a row is a sentence; the column
+    names and the rule under them are not). Header-only lines are not sentences; a
     header followed by text on the same line is left out of the sentence, and so are the
     bold marks around a whole sentence (inline ones stay; the learned verifier reads them
     away).

@@ -136,6 +136,22 @@ def test_a_markdown_summary_is_judged_on_its_statements_not_its_headings(
     assert bold.support == pytest.approx(plain.support)
 
 
+def test_a_markdown_table_is_judged_row_by_row(verifier: GroundingVerifier) -> None:
+    answer = (
+        "| Drug | Dose | When |\n|---|---|---|\n| Ibuprofen | 800 mg | twice a day |\n\n"
+        "| Finding | Side |\n|---|---|\n| Swollen knee | right |\n"
+    )
+    result = verifier.verify(answer, [SourceChunk("visit", VISIT, "transcript")])
+    dose, side = result.statements
+    assert (dose.statement, side.statement) == (
+        "Ibuprofen | 800 mg | twice a day",
+        "Swollen knee | right",
+    )
+    assert dose.status == "contradicted"  # the visit's dose is four hundred milligrams
+    assert [dose.statement[a:b] for a, b in dose.unsupported_words] == ["800 mg"]
+    assert side.status == "grounded"
+
+
 def test_learned_tier_reports_ok_and_support_score(verifier: GroundingVerifier) -> None:
     result = verifier.verify(
         "The right knee is swollen. An MRI was ordered.",

@@ -99,6 +99,22 @@ def test_bullets_of_word_processors_and_markdown_start_statements() -> None:
     ]
 
 
+def test_a_markdown_table_is_read_one_row_a_statement() -> None:
+    text = (
+        "Her medications:\n\n| Drug | Dose |\n|:---|---:|\n| Metformin | 500 mg twice daily |\n"
+        "| Lisinopril | 10 mg daily |\n\nShe denies chest pain. A | B is not a table."
+    )
+    spans = split_statements(text)
+    assert texts(spans) == [
+        "Metformin | 500 mg twice daily",
+        "Lisinopril | 10 mg daily",
+        "She denies chest pain.",
+        "A | B is not a table.",
+    ]
+    for span in spans:
+        assert text[span.start : span.end] == span.text
+
+
 def test_a_line_of_names_in_bold_is_not_a_title() -> None:
     assert texts(split_statements("**Metformin** and **lisinopril**")) == [
         "**Metformin** and **lisinopril**"
