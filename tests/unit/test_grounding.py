@@ -1265,6 +1265,29 @@ def test_a_dose_is_compared_with_the_dose_of_the_same_drug() -> None:
     assert compare_facts("Metformin 500 mg twice daily.", note, note).status == "agree"
 
 
+def test_a_dose_said_only_of_another_drug_does_not_bear_it_out() -> None:
+    said = [
+        "Metformin, five hundred milligrams twice a day, and lisinopril ten milligrams in the "
+        "morning.",
+        "Atorvastatin twenty milligrams at night.",
+    ]
+    # 20 mg is in the visit, but of atorvastatin; of lisinopril it says 10 mg
+    check = compare_facts("He takes lisinopril 20 mg every morning.", said, said)
+    assert (check.status, check.reason) == ("conflict", "dose differs: 20 mg vs 10 mg")
+    assert compare_facts("He takes lisinopril 10 mg every morning.", said, said).status == ("agree")
+    assert compare_facts("Atorvastatin 20 mg at night.", said, said).status == "agree"
+    # the other value of the same thing is one the statement states too: no conflict
+    course = ["She finished a 10 day course of amoxicillin 500 mg. The 250 mg amoxicillin"]
+    assert compare_facts("Amoxicillin 500 mg, then amoxicillin 250 mg.", course, course).status == (
+        "agree"
+    )
+    # an age or a duration is said of more kinds of thing: only doses are bound so
+    ages = ["Her brother is 9 and was diagnosed with autism 1 year ago."]
+    assert compare_facts("She has a 9-year-old brother with autism.", ages, ages).status != (
+        "conflict"
+    )
+
+
 def test_conditions_are_compared_by_their_place_in_the_disease_tree() -> None:
     def check(statement: str, said: str) -> tuple[str, str | None]:
         found = compare_facts(statement, [said], [said], families=("conditions",))
