@@ -251,10 +251,14 @@ def strip_emphasis(text: str) -> str:
     return _INLINE_EMPHASIS_RE.sub(r"\2", _INLINE_EMPHASIS_RE.sub(r"\2", text))  # nested: twice
 
 
-def _is_header_line(line: str) -> bool:
+def _is_header_line(line: str, *, listed: bool = False) -> bool:
+    """Whether a line is a title, not a statement; ``listed``: it follows a list marker
+    (a list item in bold, "- **Hypertension**", names something)."""
     if _HEADING_RE.match(line):
         return True
     emphasized = _EMPHASIZED_RE.fullmatch(line)
+    if emphasized and (listed or len(emphasized.group(1)) < 2):
+        return False  # a list item in bold, or a line in italics: a statement
     if emphasized:  # a title in bold: short, without a number, and not a sentence
         title = emphasized.group(2).strip().rstrip(":").strip()
         return (
@@ -333,7 +337,7 @@ def _line_ends_unit(line: str, next_line: str) -> bool:
     """Whether a line break ends a statement in a note written one fact per line
     ("No ear discharge or ear pain\nYou feel nauseous"): a short line that does not run
     on, followed by a line that starts as a sentence does (a capital or a digit)."""
-    body, nxt = line.strip(), next_line.lstrip()
+    body, nxt = line.strip(), next_line.lstrip().lstrip("*_")  # past bold or italic marks
     return (
         bool(nxt)
         and (nxt[0].isupper() or nxt[0].isdigit())
@@ -400,7 +404,9 @@ def _segments(text: str) -> list[tuple[int, int]]:
         if header and len(header.group(1).split()) <= 4:
             content_start = header.end()
             new_unit = True
-        elif _is_header_line(text[content_start : line_start + len(body)]):
+        elif _is_header_line(
+            text[content_start : line_start + len(body)], listed=marker is not None
+        ):
             if current:
                 segments.append((current[0], current[1]))
             current = None

@@ -119,6 +119,11 @@ def test_a_line_of_names_in_bold_is_not_a_title() -> None:
     assert texts(split_statements("**Metformin** and **lisinopril**")) == [
         "**Metformin** and **lisinopril**"
     ]
+    # a list item in bold names something; so does a line in italics
+    assert texts(split_statements("**Assessment**\n- **Hypertension**\n*Denies fever*")) == [
+        "Hypertension",
+        "Denies fever",
+    ]
 
 
 @pytest.mark.parametrize(
