@@ -237,8 +237,10 @@ _SPEAKER_RE = re.compile(
 _BOUNDARY_RE = re.compile(r"[.!?]+[\"')\]]*(?=\s)|[;]|\s\.\s")
 
 
+# (an emphasised run is read up to 300 characters: unbounded, text full of unclosed marks
+# would take quadratic time)
 _INLINE_EMPHASIS_RE = re.compile(
-    r"(?<![\w*])(\*{1,3}|_{1,3})(?=[^\s*_])(.+?)(?<=[^\s*_])\1(?![\w*])"
+    r"(?<![\w*])(\*{1,3}|_{1,3})(?=[^\s*_])(.{1,300}?)(?<=[^\s*_])\1(?![\w*])"
 )
 
 
