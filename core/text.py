@@ -253,6 +253,17 @@ def strip_emphasis(text: str) -> str:
     return _INLINE_EMPHASIS_RE.sub(r"\2", _INLINE_EMPHASIS_RE.sub(r"\2", text))  # nested: twice
 
 
+_CELL_BREAK_RE = re.compile(r"[ \t]*\|[ \t]*")
+
+
+def as_prose(text: str) -> str:
+    """Markdown read as prose, for a model trained on prose: no bold or italic marks
+    (:func:`strip_emphasis`), and a table row's cells as a list ("Metformin | 500 mg" ->
+    "Metformin, 500 mg")."""
+    text = strip_emphasis(text)
+    return _CELL_BREAK_RE.sub(", ", text) if "|" in text else text
+
+
 def _is_header_line(line: str, *, listed: bool = False) -> bool:
     """Whether a line is a title, not a statement; ``listed``: it follows a list marker
     (a list item in bold, "- **Hypertension**", names something)."""
@@ -353,18 +364,11 @@ _TABLE_ROW_RE = re.compile(r"[ \t]*\|(.*\|)[ \t]*")
 _TABLE_RULE_RE = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+(?:[ \t]*:?-{3,}:?[ \t]*)?")
 
 
-def _table_row(text: str, line_start: int, body: str) -> tuple[int, int] | None:
-    """The range of a Markdown table row's cells ("| Metformin | 500 mg |" -> "Metformin |
-    500 mg"), or None for a line that is not one."""
+def _table_row(line_start: int, body: str) -> tuple[int, int] | None:
+    """The range inside a Markdown table row's outer pipes ("| Metformin | 500 mg |"), or
+    None for a line that is not one (its sentences are trimmed as any others)."""
     row = _TABLE_ROW_RE.fullmatch(body)
-    if row is None:
-        return None
-    a, b = line_start + row.start(1), line_start + row.end(1) - 1  # inside the outer pipes
-    while a < b and text[a].isspace():
-        a += 1
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    return a, b
+    return None if row is None else (line_start + row.start(1), line_start + row.end(1) - 1)
 
 
 def _segments(text: str) -> list[tuple[int, int]]:
@@ -377,13 +381,17 @@ def _segments(text: str) -> list[tuple[int, int]]:
     pos = 0
     previous = ""
     lines = text.splitlines(keepends=True)
-    rules = {i for i, line in enumerate(lines) if _TABLE_RULE_RE.fullmatch(line.rstrip("\r\n"))}
+    rules = {  # a table's rule: read only where a line has both of its marks
+        i
+        for i, line in enumerate(lines)
+        if "|" in line and "---" in line and _TABLE_RULE_RE.fullmatch(line.rstrip("\r\n"))
+    }
     for i, line in enumerate(lines):
         line_start, body = pos, line.rstrip("\r\n")
         pos += len(line)
         ends_previous = bool(current) and _line_ends_unit(previous, body)
         previous = body
-        row = _table_row(text, line_start, body) if "|" in body else None
+        row = _table_row(line_start, body) if "|" in body else None
         if not body.strip() or i in rules or (row is not None and i + 1 in rules):
             if current:  # a blank line ends a unit; a table's rule and column names are skipped
                 segments.append((current[0], current[1]))
@@ -393,8 +401,7 @@ def _segments(text: str) -> list[tuple[int, int]]:
             if current:
                 segments.append((current[0], current[1]))
             current = None
-            if row[1] > row[0]:
-                segments.append(row)
+            segments.append(row)
             continue
         content_start = line_start
         new_unit = False

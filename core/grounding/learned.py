@@ -20,7 +20,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -41,17 +40,6 @@ EVIDENCE_PASSAGES = 2  # the best passages a statement is read against, joined
 WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
 
 
-_CELL_BREAK_RE = re.compile(r"[ \t]*\|[ \t]*")
-
-
-def _plain(text: str) -> str:
-    """Markdown read as prose: no bold or italic marks, a table row's cells as a list."""
-    from core.text import strip_emphasis
-
-    text = strip_emphasis(text)
-    return _CELL_BREAK_RE.sub(", ", text) if "|" in text else text
-
-
 def model_inputs(statement: str, evidence: str) -> tuple[str, str]:
     """What the model reads: both texts with spelled-out numbers as digits ("forty five
     milligrams" -> "45 milligrams", "a week ago" -> "1 week ago"), so that a note's "45 mg"
@@ -59,8 +47,9 @@ def model_inputs(statement: str, evidence: str) -> tuple[str, str]:
     "takes **metformin**" without its marks, a table row "Metformin | 500 mg" as "Metformin,
     500 mg"), which training never shows it. Training reads pairs the same way."""
     from core.grounding.facts import digits
+    from core.text import as_prose
 
-    return digits(_plain(statement), ordinals=False), digits(_plain(evidence))
+    return digits(as_prose(statement), ordinals=False), digits(as_prose(evidence))
 
 
 class VerifierUnavailableError(RuntimeError):

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from core.text import (
+    as_prose,
     normalize,
     normalize_with_map,
     split_sentences,
@@ -25,6 +26,14 @@ PLAN
 
 def texts(spans: list) -> list[str]:
     return [s.text for s in spans]
+
+
+def statements_of(text: str) -> list[str]:
+    """The statements of ``text``, each checked to index the original at its offsets."""
+    spans = split_statements(text)
+    for span in spans:
+        assert text[span.start : span.end] == span.text
+    return texts(spans)
 
 
 def test_sentences_survive_clinical_abbreviations_and_numbers() -> None:
@@ -72,8 +81,7 @@ __Former smoker__, quit 10 years ago.
 def test_markdown_headings_and_bold_titles_are_not_statements() -> None:
     # an LLM's summary in Markdown: its headings and bold titles claim nothing, and a
     # heading read as a statement is flagged as unsupported by every source
-    spans = split_statements(MARKDOWN_SUMMARY)
-    assert texts(spans) == [
+    assert statements_of(MARKDOWN_SUMMARY) == [
         "Right knee swelling.",
         "The patient reports swelling of the right knee for two weeks.",
         "Takes **ibuprofen** 400 mg twice daily.",
@@ -82,14 +90,12 @@ def test_markdown_headings_and_bold_titles_are_not_statements() -> None:
         "__Former smoker__, quit 10 years ago.",
         "BP 132/84",
     ]
-    for span in spans:
-        assert MARKDOWN_SUMMARY[span.start : span.end] == span.text
 
 
 def test_bullets_of_word_processors_and_markdown_start_statements() -> None:
     text = "• Knee sprain\n◦ Ibuprofen 400 mg\n▪ Rest and ice\n– Follow up in 2 weeks\n+ Ice.\n"
     text += "+2 pitting edema of the legs."
-    assert texts(split_statements(text)) == [
+    assert statements_of(text) == [
         "Knee sprain",
         "Ibuprofen 400 mg",
         "Rest and ice",
@@ -104,23 +110,18 @@ def test_a_markdown_table_is_read_one_row_a_statement() -> None:
         "Her medications:\n\n| Drug | Dose |\n|:---|---:|\n| Metformin | 500 mg twice daily |\n"
         "| Lisinopril | 10 mg daily |\n\nShe denies chest pain. A | B is not a table."
     )
-    spans = split_statements(text)
-    assert texts(spans) == [
+    assert statements_of(text) == [
         "Metformin | 500 mg twice daily",
         "Lisinopril | 10 mg daily",
         "She denies chest pain.",
         "A | B is not a table.",
     ]
-    for span in spans:
-        assert text[span.start : span.end] == span.text
 
 
 def test_a_line_of_names_in_bold_is_not_a_title() -> None:
-    assert texts(split_statements("**Metformin** and **lisinopril**")) == [
-        "**Metformin** and **lisinopril**"
-    ]
+    assert statements_of("**Metformin** and **lisinopril**") == ["**Metformin** and **lisinopril**"]
     # a list item in bold names something; so does a line in italics
-    assert texts(split_statements("**Assessment**\n- **Hypertension**\n*Denies fever*")) == [
+    assert statements_of("**Assessment**\n- **Hypertension**\n*Denies fever*") == [
         "Hypertension",
         "Denies fever",
     ]
@@ -138,6 +139,11 @@ def test_a_line_of_names_in_bold_is_not_a_title() -> None:
 )
 def test_strip_emphasis_removes_markdown_marks_only(text: str, plain: str) -> None:
     assert strip_emphasis(text) == plain
+
+
+def test_as_prose_reads_a_table_row_as_a_list() -> None:
+    assert as_prose("**Metformin** | 500 mg | twice daily") == "Metformin, 500 mg, twice daily"
+    assert as_prose("No markup here.") == "No markup here."
 
 
 def test_vital_sign_line_in_capitals_is_kept() -> None:
