@@ -98,6 +98,9 @@ KIND_WEIGHTS = {
     "add_symptom": 1.2,
     "add_social": 0.7,
     "add_drug": 0.8,
+    "patient_to_relative": 1.5,
+    "drug_allergy": 2.0,
+    "past_current": 2.0,
 }
 
 

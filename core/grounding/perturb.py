@@ -3,12 +3,13 @@
 A statement that its source supports is turned into one that the source does not support, in
 the ways language models go wrong when they summarise a visit: a specific changed (a number,
 a unit of time, a side, a drug, a diagnosis, a test, a specialty, a body site, an attribute
-such as "mild" or "improved": the same topic, another fact), a
-negation flipped, a hedge turned into a certainty, the patient's sex or a relative swapped,
-a fact of one sentence carried into another (a merge), or something added that was never
-said (an order, a test, a referral, a family history, a duration, an age, a symptom, a
-social-history fact). Every inserted word is checked against the source, so that what is
-generated is not said there after all.
+such as "mild" or "improved": the same topic, another fact), a negation flipped, a hedge
+turned into a certainty, the patient's sex or a relative swapped, whose fact it is (the
+patient's said of a relative) or what kind (a drug taken said to be an allergy, or the other
+way round; what once was so said to be so now), a fact of one sentence carried into another
+(a merge), or something added that was never said (an order, a test, a referral, a family
+history, a duration, an age, a symptom, a social-history fact). Every inserted word is
+checked against the source, so that what is generated is not said there after all.
 
 Used by the training script (``benchmarks/train_verifier.py``) on training splits and by the
 benchmarks on test splits, with the same code and a fixed seed; and by the verifier, which
@@ -489,6 +490,9 @@ KINDS = (
     "add_symptom",
     "add_social",
     "add_drug",
+    "patient_to_relative",
+    "drug_allergy",
+    "past_current",
 )
 
 
@@ -941,6 +945,131 @@ def _add_drug(s: str, source: str, rng: random.Random, others: Sequence[str]) ->
     return _append(s, form.format(d=drug)), said
 
 
+# --- whose fact, and what kind of fact ---------------------------------------------------
+
+_SUBJECT_RE = re.compile(r"^(\W*)(he|she|the patient|patient)\b(?!')", re.I)
+# A subject that only reports what the patient says ("She reports ...") is left as it is.
+_REPORTS_RE = re.compile(
+    r"\s+(?:also\s+)?(?:reports?|states?|says?|notes?|denies|denied|endorses?|complains?|"
+    r"describes?|admits?|mentions?|indicates?|was asked|is asked)\b",
+    re.I,
+)
+_POSSESSIVE = {"he": "His", "she": "Her", "the patient": "The patient's", "patient": "Patient's"}
+_ALLERGY_RE = re.compile(r"\ballerg(?:ic|y|ies)\b", re.I)
+_REACTION_RE = re.compile(r"allerg|rash|hives|reaction|intoleran|swell|anaphyla", re.I)
+# Past and present the wrong way round: (pattern, replacement) pairs, tried in turn.
+_TENSES = (
+    (r"\bformer (smoker|drinker|user)\b", r"current \1"),
+    (r"\bex-smoker\b", "current smoker"),
+    (r"\bcurrent (smoker|drinker|user)\b", r"former \1"),
+    (r"\bused to be\b", "is still"),
+    (r"\bused to (smoke|drink|work|live|run|take|use|play|exercise)\b", r"still \1s"),
+    (r"\bquit\b", "started"),
+    (r"\bno longer\b", "still"),
+    (r"\bstill\b", "no longer"),
+    (r"\b(?:formerly|previously)\b", "currently"),
+    (r"\bcurrently\b", "previously"),
+    (r"\bin the past\b", "now"),
+)
+
+
+def _subject(s: str) -> tuple[re.Match[str] | None, str]:
+    """The patient as the subject that opens ``s`` (or None) and how to name them."""
+    m = _SUBJECT_RE.match(s)
+    if m is None:
+        return None, "The patient"
+    word = m.group(2).lower()
+    return m, {"he": "He", "she": "She"}.get(word, "The patient")
+
+
+def _patient_to_relative(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
+    """The patient's fact said of a relative that the visit never names ("He has diabetes."
+    -> "His father has diabetes.")."""
+    m, _ = _subject(s)
+    if m is None or _REPORTS_RE.match(s, m.end()):
+        return None
+    low = source.lower()
+    options = [r for r in _RELATIVES if not re.search(rf"\b{r}s?\b", low)]
+    if not options:
+        return None
+    who = rng.choice(options)
+    owner = _POSSESSIVE[m.group(2).lower()]
+    if m.group(1) or m.start(2) > 0 or not m.group(2)[:1].isupper():
+        owner = owner[:1].lower() + owner[1:]
+    rest = s[m.end() :]
+    fact = _end(rest)[0]
+    said = (
+        f"Patient: My {who}{fact}.",
+        f"Patient: Actually it's my {who} who{fact}, not me." if fact.startswith(" ") else "",
+        f"Doctor: So your {who}{fact}? Patient: Yes, my {who}.",
+    )
+    return f"{m.group(1)}{owner} {who}{rest}", tuple(x for x in said if x)
+
+
+def _drug_allergy(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
+    """A drug the patient takes turned into one they are allergic to, or the other way
+    round ("He takes amoxicillin." <-> "He is allergic to amoxicillin.")."""
+    from core.grounding.vocab import drug_names
+
+    names = {**drug_names(), "penicillin": frozenset({"penicillin"})}
+    low_s = s.lower()
+    drugs = [(m.start(), m.group(0)) for m in re.finditer(r"[a-z]+", low_s) if m.group(0) in names]
+    if not drugs:
+        return None
+    _, subject = _subject(s)
+    allergy = _ALLERGY_RE.search(s)
+    if allergy is not None:  # the first drug named after the allergy
+        after = [d for at, d in drugs if at > allergy.start()]
+        if not after:
+            return None
+        drug = after[0]
+        taken = (
+            f"{subject} takes {drug}.",
+            (
+                f"Patient: I take {drug} every day.",
+                f"Patient: I'm on {drug}.",
+                f"Patient: I've been taking {drug} for a while now.",
+            ),
+        )
+        started = (
+            f"{subject} was started on {drug}.",
+            (
+                f"Doctor: Let's start you on {drug}.",
+                f"Doctor: I'll prescribe {drug}.",
+                f"Doctor: I'm going to put you on {drug}.",
+            ),
+        )
+        return rng.choice((taken, started))
+    drug = rng.choice(drugs)[1]
+    lines = [ln for ln in re.split(r"[\n.?!]", source) if drug in ln.lower()]
+    if any(_REACTION_RE.search(ln) for ln in lines):
+        return None  # the visit may say this drug does not agree with the patient
+    form = rng.choice(("{w} is allergic to {d}.", "{w} has an allergy to {d}."))
+    said = (
+        f"Patient: I'm allergic to {drug}, it gives me hives.",
+        f"Patient: I can't take {drug}, I had a reaction to it.",
+        f"Doctor: Any allergies? Patient: Yes, to {drug}.",
+    )
+    return form.format(w=subject, d=drug), said
+
+
+def _past_current(s: str, source: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    """What was once the case said to be the case now, or the other way round ("a former
+    smoker" -> "a current smoker", "quit drinking" -> "started drinking")."""
+    low = source.lower()
+    for pattern, new in _TENSES:
+        m = re.search(pattern, s, re.I)
+        if m is None:
+            continue
+        out = m.expand(new)
+        if re.search(rf"\b{re.escape(out.lower())}\b", low):
+            continue
+        if m.group(0)[:1].isupper():
+            out = out[:1].upper() + out[1:]
+        return s[: m.start()] + out + s[m.end() :]
+    return None
+
+
 _MAKERS: dict[str, Callable[[str, str, random.Random, Sequence[str]], _Made]] = {
     "number": _number,
     "time_unit": _time_unit,
@@ -965,6 +1094,9 @@ _MAKERS: dict[str, Callable[[str, str, random.Random, Sequence[str]], _Made]] = 
     "add_symptom": _add_symptom,
     "add_social": _add_social,
     "add_drug": _add_drug,
+    "patient_to_relative": _patient_to_relative,
+    "drug_allergy": _drug_allergy,
+    "past_current": _past_current,
 }
 assert tuple(_MAKERS) == KINDS
 

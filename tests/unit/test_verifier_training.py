@@ -500,3 +500,48 @@ def test_only_a_family_that_rarely_fires_on_real_sentences_vetoes() -> None:
     other = [row(0, "mts") for _ in range(99)] + [row(0, "mts", conflict_conditions=1.0)]
     found = vetoes(real + other + made, ["numbers", "conditions"])
     assert found == {"numbers": 0.1, "conditions": round(1 / 19, 4)}
+
+
+VISIT = (
+    "Doctor: Do you have diabetes? Patient: Yes, I take metformin twice a day. "
+    "Doctor: Any allergies? Patient: Penicillin gives me a rash. "
+    "I took amoxicillin last month. I used to smoke but I stopped ten years ago."
+)
+
+
+def test_whose_fact_it_is_moves_to_a_relative_the_visit_never_names() -> None:
+    (h,) = hallucinate("He has diabetes.", VISIT, random.Random(0), kinds=("patient_to_relative",))
+    m = re.fullmatch(r"His (\w+) has diabetes\.", h.text)
+    assert m is not None
+    assert m.group(1) not in VISIT.lower()
+    assert any(f"my {m.group(1)} has diabetes" in line.lower() for line in h.said)
+    # what the patient only reports stays the patient's
+    assert not hallucinate(
+        "She reports chest pain.", VISIT, random.Random(0), kinds=("patient_to_relative",)
+    )
+
+
+def test_a_drug_taken_becomes_an_allergy_and_an_allergy_a_drug_taken() -> None:
+    rng = random.Random(0)
+    (allergy,) = hallucinate("He takes metformin daily.", VISIT, rng, kinds=("drug_allergy",))
+    assert re.fullmatch(r"He (is allergic to|has an allergy to) metformin\.", allergy.text)
+    assert all("metformin" in line for line in allergy.said)
+    (taken,) = hallucinate("She is allergic to penicillin.", VISIT, rng, kinds=("drug_allergy",))
+    assert taken.text in ("She takes penicillin.", "She was started on penicillin.")
+    # a drug the visit says gives a reaction is never made an allergy: it may be one
+    assert not hallucinate("He took penicillin as a child.", VISIT, rng, kinds=("drug_allergy",))
+
+
+@pytest.mark.parametrize(
+    ("statement", "turned"),
+    [
+        ("He is a former smoker.", "He is a current smoker."),
+        ("He used to smoke a pack a day.", "He still smokes a pack a day."),
+        ("She quit drinking last year.", "She started drinking last year."),
+        ("She is no longer working.", "She is still working."),
+        ("Currently he walks with a cane.", "Previously he walks with a cane."),
+    ],
+)
+def test_what_once_was_so_is_said_to_be_so_now_and_back(statement: str, turned: str) -> None:
+    (h,) = hallucinate(statement, VISIT, random.Random(0), kinds=("past_current",))
+    assert h.text == turned
