@@ -437,6 +437,46 @@ def _segments(text: str) -> list[tuple[int, int]]:
     return segments
 
 
+# An HTML tag of the kinds an LLM or an editor writes text with. A block ends a line; a
+# heading starts one as Markdown's "#" would; an inline tag is read as a space.
+_HTML_TAG_RE = re.compile(
+    r"<(/?)(p|br|li|ul|ol|div|tr|td|th|h[1-6]|table|thead|tbody|section|blockquote|hr|"
+    r"b|strong|i|em|u|span|mark|small|a)\b[^<>]{0,300}>",
+    re.I,
+)
+_HTML_ROW_RE = re.compile(r"<tr\b[^<>]{0,300}>.{0,5000}?</tr\s*>", re.I | re.S)
+_SPACES_RE = re.compile(r"[ \t]*\n[ \t\n]*| {2,}")
+_HTML_INLINE = frozenset({"b", "strong", "i", "em", "u", "span", "mark", "small", "a"})
+
+
+def unmarked_html(text: str) -> str:
+    """``text`` with its HTML tags blanked out, every offset where it was: a block tag
+    ("<p>", "<li>", "</td>", "<br>") becomes a line break, a heading's opening tag a Markdown
+    heading mark, an inline one ("<b>", "<em>") spaces. Text without tags comes back as is."""
+    if "<" not in text or not _HTML_TAG_RE.search(text):
+        return text
+
+    def blank(m: re.Match[str]) -> str:
+        n, name, closing = len(m.group(0)), m.group(2).lower(), bool(m.group(1))
+        if name in _HTML_INLINE:
+            return " " * n
+        if name[0] == "h" and name[1:].isdigit() and not closing:
+            return "\n#" + " " * (n - 2)
+        if name in ("td", "th"):  # a row's cells as a Markdown row: "| Metformin | 500 mg |"
+            return " " * n if closing else "|" + " " * (n - 1)
+        if name == "tr" and closing:
+            return "|\n" + " " * (n - 2)
+        return "\n" + " " * (n - 1)
+
+    def column_names(m: re.Match[str]) -> str:  # a row of header cells only: not read
+        row = m.group(0)
+        if "<th" in row.lower() and "<td" not in row.lower():
+            return "\n" + re.sub(r"[^\n]", " ", row[1:])
+        return row
+
+    return _HTML_TAG_RE.sub(blank, _HTML_ROW_RE.sub(column_names, text))
+
+
 def split_sentences(text: str) -> list[Span]:
     """Clinical-aware sentence splitting with offsets.
 
@@ -444,15 +484,20 @@ def split_sentences(text: str) -> list[Span]:
     ("132/84"), bullets and numbered lists, section headers ("Assessment:") and speaker tags
     ("[doctor]"), and Markdown as LLMs write it: headings ("## Plan"), titles and labels in
     bold ("**Summary of visit**", "**Plan:** rest"), tables (a row is a sentence; the column
-    names and the rule under them are not). Header-only lines are not sentences; a
+    names and the rule under them are not), and HTML (a paragraph, list item, table cell or
+    line break ends a line, a heading is a title, an inline tag is read as a space: the
+    sentence's text has no tags, its offsets index the original). Header-only lines are not
+    sentences; a
     header followed by text on the same line is left out of the sentence, and so are the
     bold marks around a whole sentence (inline ones stay; the learned verifier reads them
     away).
     """
+    read = unmarked_html(text)
     spans: list[Span] = []
-    for seg_start, seg_end in _segments(text):
-        for a, b in _split_segment(text, seg_start, seg_end):
-            spans.append(Span(text[a:b], a, b))
+    for seg_start, seg_end in _segments(read):
+        for a, b in _split_segment(read, seg_start, seg_end):
+            sentence = read[a:b] if read is text else _SPACES_RE.sub(" ", read[a:b])
+            spans.append(Span(sentence, a, b))
     return spans
 
 
@@ -548,11 +593,14 @@ def split_statements(text: str) -> list[Span]:
     lisinopril" -> "takes metformin" + "takes lisinopril"); ranges ("between 5 and 10"),
     alternatives ("or") and relative clauses are left whole.
     """
+    read = unmarked_html(text)
     statements: list[Span] = []
-    for sentence in split_sentences(text):
-        for ca, cb in _split_clauses(text, sentence.start, sentence.end):
-            statements.extend(_split_list(text, ca, cb))
-    return statements
+    for sentence in split_sentences(read):
+        for ca, cb in _split_clauses(read, sentence.start, sentence.end):
+            statements.extend(_split_list(read, ca, cb))
+    if read is text:
+        return statements
+    return [Span(_SPACES_RE.sub(" ", s.text), s.start, s.end) for s in statements]
 
 
 # --- words -------------------------------------------------------------------------------

@@ -152,6 +152,24 @@ def test_a_markdown_table_is_judged_row_by_row(verifier: GroundingVerifier) -> N
     assert side.status == "grounded"
 
 
+def test_an_html_answer_is_judged_as_the_text_it_shows(verifier: GroundingVerifier) -> None:
+    # an LLM front end's answer in HTML: read with its tags, it was one statement
+    answer = (
+        "<h3>History</h3><ul><li>Swelling of the <b>right</b> knee for two weeks.</li>"
+        "<li>Takes ibuprofen 800 mg twice daily.</li></ul>"
+    )
+    result = verifier.verify(answer, [SourceChunk("visit", VISIT, "transcript")])
+    knee, dose = result.statements
+    assert (knee.statement, dose.statement) == (
+        "Swelling of the right knee for two weeks.",
+        "Takes ibuprofen 800 mg twice daily.",
+    )
+    assert answer[knee.start : knee.end].startswith("Swelling of the <b>right</b>")
+    assert knee.status == "grounded"
+    assert dose.status == "contradicted"  # the visit's dose is four hundred milligrams
+    assert "800 mg" in [dose.statement[a:b] for a, b in dose.unsupported_words]
+
+
 def test_learned_tier_reports_ok_and_support_score(verifier: GroundingVerifier) -> None:
     result = verifier.verify(
         "The right knee is swollen. An MRI was ordered.",

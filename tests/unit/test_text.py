@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -116,6 +117,49 @@ def test_a_markdown_table_is_read_one_row_a_statement() -> None:
         "She denies chest pain.",
         "A | B is not a table.",
     ]
+
+
+def html_statements(text: str) -> list[str]:
+    """The statements of an HTML ``text``: no tags in their text, offsets on the original."""
+    spans = split_statements(text)
+    for span in spans:
+        assert "<" not in span.text
+        assert " ".join(span.text.split()) == span.text
+        original = re.sub(r"<[^<>]+>", " ", text[span.start : span.end])
+        assert " ".join(original.split()).replace(" | ", " ") == span.text.replace(" | ", " ")
+    return texts(spans)
+
+
+def test_html_is_read_as_the_text_it_shows() -> None:
+    text = (
+        "<h2>Assessment</h2><p>He takes <b>metformin</b> 500 mg twice daily. "
+        "He denies chest pain.</p><ul><li>Hypertension, stable</li>\n<li>Start "
+        '<em class="drug">lisinopril</em> 10 mg</li></ul><p>Plan:<br>Return in 2 weeks.</p>'
+    )
+    assert html_statements(text) == [
+        "He takes metformin 500 mg twice daily.",
+        "He denies chest pain.",
+        "Hypertension, stable",
+        "Start lisinopril 10 mg",
+        "Return in 2 weeks.",
+    ]
+
+
+def test_an_html_table_is_read_one_row_a_statement() -> None:
+    text = (
+        "<table><thead><tr><th>Drug</th><th>Dose</th></tr></thead><tbody>"
+        "<tr><td>Metformin</td><td>500 mg</td></tr>\n"
+        "<tr><td>Lisinopril</td><td>10 mg daily</td></tr></tbody></table>"
+    )
+    assert html_statements(text) == ["Metformin | 500 mg", "Lisinopril | 10 mg daily"]
+    assert as_prose("Metformin | 500 mg") == "Metformin, 500 mg"
+
+
+@pytest.mark.parametrize(
+    "text", ["BP <140/90 and a < b > c.", "He has <3 risk factors.", "x<sup>2</sup> rose."]
+)
+def test_text_that_only_looks_like_html_is_read_as_written(text: str) -> None:
+    assert statements_of(text) == [text]
 
 
 def test_a_line_of_names_in_bold_is_not_a_title() -> None:
