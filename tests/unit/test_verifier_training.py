@@ -545,3 +545,28 @@ def test_a_drug_taken_becomes_an_allergy_and_an_allergy_a_drug_taken() -> None:
 def test_what_once_was_so_is_said_to_be_so_now_and_back(statement: str, turned: str) -> None:
     (h,) = hallucinate(statement, VISIT, random.Random(0), kinds=("past_current",))
     assert h.text == turned
+
+
+def test_training_batches_are_banded_by_length_and_hold_every_pair_once() -> None:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    import train_verifier
+
+    rng = random.Random(2)
+    lengths = [rng.randint(20, 900) for _ in range(5_000)]
+    batches = train_verifier.length_bands(lengths, 32, seed=13)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert sum(len(b) < 32 for b in batches) == 1  # only the last of all is short
+    assert batches == train_verifier.length_bands(lengths, 32, seed=13)
+    assert batches != train_verifier.length_bands(lengths, 32, seed=14)
+    # a batch is padded to its longest pair: banded, far less than drawn at random
+    padded = np.mean([max(lengths[i] for i in b) for b in batches])
+    shuffled = list(range(len(lengths)))
+    random.Random(13).shuffle(shuffled)
+    at_random = np.mean(
+        [max(lengths[i] for i in shuffled[a : a + 32]) for a in range(0, 5_000, 32)]
+    )
+    assert padded < 0.75 * at_random
+    # and the batches come in no order of length
+    firsts = [lengths[b[0]] for b in batches]
+    assert firsts != sorted(firsts)
+    assert firsts != sorted(firsts, reverse=True)
