@@ -487,10 +487,9 @@ def split_sentences(text: str) -> list[Span]:
     names and the rule under them are not), and HTML (a paragraph, list item, table cell or
     line break ends a line, a heading is a title, an inline tag is read as a space: the
     sentence's text has no tags, its offsets index the original). Header-only lines are not
-    sentences; a
-    header followed by text on the same line is left out of the sentence, and so are the
-    bold marks around a whole sentence (inline ones stay; the learned verifier reads them
-    away).
+    sentences; a header followed by text on the same line is left out of the sentence, and
+    so are the bold marks around a whole sentence (inline ones stay; the learned verifier
+    reads them away).
     """
     read = unmarked_html(text)
     spans: list[Span] = []
