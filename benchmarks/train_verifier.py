@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -268,12 +269,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     stages = args.stages.split(",")
-    given = sys.argv[1:]
-    for flag in ("--stages",):  # which stages run does not change what comes out
-        if flag in given:
-            at = given.index(flag)
-            given = given[:at] + given[at + 2 :]
-    command = "python benchmarks/train_verifier.py " + " ".join(given)
+    # which stages run does not change what comes out
+    given = re.sub(r"\s*--stages[ =]\S+", "", " ".join(sys.argv[1:]))
+    command = f"python benchmarks/train_verifier.py {given}".rstrip()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if "pairs" in stages and not args.pairs.exists():
         subprocess.run(

@@ -994,7 +994,7 @@ def _patient_to_relative(s: str, source: str, rng: random.Random, others: Sequen
         return None
     who = rng.choice(options)
     owner = _POSSESSIVE[m.group(2).lower()]
-    if m.group(1) or m.start(2) > 0 or not m.group(2)[:1].isupper():
+    if not m.group(2)[:1].isupper():
         owner = owner[:1].lower() + owner[1:]
     rest = s[m.end() :]
     fact = _end(rest)[0]
@@ -1011,9 +1011,13 @@ def _drug_allergy(s: str, source: str, rng: random.Random, others: Sequence[str]
     round ("He takes amoxicillin." <-> "He is allergic to amoxicillin.")."""
     from core.grounding.vocab import drug_names
 
-    names = {**drug_names(), "penicillin": frozenset({"penicillin"})}
+    names = drug_names()
     low_s = s.lower()
-    drugs = [(m.start(), m.group(0)) for m in re.finditer(r"[a-z]+", low_s) if m.group(0) in names]
+    drugs = [
+        (m.start(), w)
+        for m in re.finditer(r"[a-z]+", low_s)
+        if (w := m.group(0)) in names or w == "penicillin"  # a class the dictionary lacks
+    ]
     if not drugs:
         return None
     _, subject = _subject(s)
