@@ -130,7 +130,9 @@ class Span:
 
     ``text`` equals ``original[start:end]``, except for a coordinated claim split off a list
     ("takes metformin and lisinopril"), whose text repeats the shared head ("takes
-    lisinopril") while ``start``/``end`` cover the item's own words.
+    lisinopril") while ``start``/``end`` cover the item's own words, and for a statement
+    under a label that names a kind of fact, whose text says the label first ("Allergies:
+    penicillin") while ``start``/``end`` cover its own words.
     """
 
     text: str
@@ -371,15 +373,79 @@ def _table_row(line_start: int, body: str) -> tuple[int, int] | None:
     return None if row is None else (line_start + row.start(1), line_start + row.end(1) - 1)
 
 
-def _segments(text: str) -> list[tuple[int, int]]:
+# Labels that say what kind of fact follows, and so are part of what it says: "Allergies:
+# amoxicillin" says something else than "Medications: amoxicillin". Each is read in one
+# spelling (abbreviations and variants written out), the form a statement carries it in.
+_FACT_LABELS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), label)
+    for pattern, label in (
+        (
+            r"(?:(?:known|drug|medication|medicine) )?(?:allerg(?:y|ies)|intolerances?|"
+            r"adverse (?:drug )?reactions?)(?: ?(?:/|and|&) ?(?:intolerances?|(?:adverse )?"
+            r"reactions?|sensitivities))?",
+            "Allergies",
+        ),
+        (
+            r"(?:(?:current|home|active|outpatient|regular|discharge|present) )?(?:medications?|"
+            r"meds|medicines|drugs|prescriptions|medication list)(?: ?(?:/|and|&) ?"
+            r"(?:supplements|doses|dosages))?",
+            "Medications",
+        ),
+        (r"family (?:medical )?history|fhx?|fam(?:ily)? hx", "Family history"),
+        (r"social history|shx?|soc(?:ial)? hx", "Social history"),
+        (
+            r"(?:(?:past|previous|prior) )?medical history|pmhx?|past history|(?:chronic |past )?"
+            r"(?:medical )?(?:conditions|problems)|problem list",
+            "Past medical history",
+        ),
+        (
+            r"(?:(?:past|previous|prior) )?(?:surgical history|surgeries|operations)|pshx?",
+            "Past surgical history",
+        ),
+    )
+)
+_TITLE_MARKS_RE = re.compile(r"^[\s#*_]*(?:\d{1,2}[.)][\s*_]*)?|[\s*_:]+$")
+
+
+def fact_label(title: str) -> str | None:
+    """The kind of fact a section label or title names, in one spelling ("PMH", "Past
+    Medical History:", "## Home medications" -> "Past medical history", "Medications"),
+    or None for a label that does not change what its text says ("Plan", "HPI")."""
+    words = " ".join(_TITLE_MARKS_RE.sub("", title).lower().split())
+    words = re.sub(r"^(?:the )?(?:patient'?s?|pt'?s?) ", "", words)
+    for pattern, label in _FACT_LABELS:
+        if pattern.fullmatch(words):
+            return label
+    return None
+
+
+_LABELLED_RE = re.compile(
+    "(" + "|".join(re.escape(label) for _, label in _FACT_LABELS) + r"): (?=\S)"
+)
+
+
+def split_label(statement: str) -> tuple[str | None, str]:
+    """A statement's kind-of-fact label (as :func:`split_statements` writes it) and the
+    rest: "Allergies: penicillin" -> ("Allergies", "penicillin"); (None, statement) without."""
+    m = _LABELLED_RE.match(statement)
+    return (m.group(1), statement[m.end() :]) if m else (None, statement)
+
+
+def _segments(text: str) -> list[tuple[int, int, str | None]]:
     """Paragraph-level ranges: lines are joined unless a blank line, bullet, number,
     header or speaker tag starts a new unit, or the line before is a whole short line of
     its own (:func:`_line_ends_unit`). Leading markers and headers are excluded. A Markdown
-    table's rows are a unit each, its column names and rule are not read."""
-    segments: list[tuple[int, int]] = []
+    table's rows are a unit each, its column names and rule are not read.
+
+    Each range comes with the kind of fact its label names (:func:`fact_label`): its own
+    ("Allergies: penicillin"), or that of the title it comes under ("## Allergies", a line
+    "ALLERGIES" or "**Allergies:**"), up to the next title."""
+    segments: list[tuple[int, int, str | None]] = []
     current: list[int] | None = None
     pos = 0
     previous = ""
+    scope: str | None = None  # the kind of fact the last title named
+    label: str | None = None  # that of the unit being read
     lines = text.splitlines(keepends=True)
     rules = {  # a table's rule: read only where a line has both of its marks
         i
@@ -394,46 +460,59 @@ def _segments(text: str) -> list[tuple[int, int]]:
         row = _table_row(line_start, body) if "|" in body else None
         if not body.strip() or i in rules or (row is not None and i + 1 in rules):
             if current:  # a blank line ends a unit; a table's rule and column names are skipped
-                segments.append((current[0], current[1]))
+                segments.append((current[0], current[1], label))
             current = None
             continue
         if row is not None:
             if current:
-                segments.append((current[0], current[1]))
+                segments.append((current[0], current[1], label))
             current = None
-            segments.append(row)
+            segments.append((*row, scope))
             continue
         content_start = line_start
         new_unit = False
+        own: str | None = None
         marker = _BULLET_RE.match(body) or _SPEAKER_RE.match(body)
         if marker:
             content_start += marker.end()
             new_unit = True
         header = _HEADER_RE.match(text, content_start, line_start + len(body))
-        if header and len(header.group(1).split()) <= 4:
+        if header and len(header.group(1).split()) > 4:
+            header = None
+        if header is not None:
+            own = fact_label(header.group(1))
+            if own is None and scope is not None and marker is not None:
+                # an item of a titled list ("- Penicillin: rash" under "Allergies"): its
+                # name is what it says, not a label
+                header = None
+        if header is not None:
             content_start = header.end()
             new_unit = True
         elif _is_header_line(
             text[content_start : line_start + len(body)], listed=marker is not None
         ):
             if current:
-                segments.append((current[0], current[1]))
+                segments.append((current[0], current[1], label))
             current = None
+            scope = fact_label(text[content_start : line_start + len(body)])
             continue
         line_end = line_start + len(body)
         if content_start >= line_end or not text[content_start:line_end].strip():
             if current:
-                segments.append((current[0], current[1]))
+                segments.append((current[0], current[1], label))
             current = None
+            if header:  # a label alone on its line ("Allergies:") titles what follows
+                scope = own
             continue
         if new_unit or ends_previous or current is None:
             if current:
-                segments.append((current[0], current[1]))
+                segments.append((current[0], current[1], label))
             current = [content_start, line_end]
+            label = own if header is not None else scope
         else:
             current[1] = line_end
     if current:
-        segments.append((current[0], current[1]))
+        segments.append((current[0], current[1], label))
     return segments
 
 
@@ -493,11 +572,20 @@ def split_sentences(text: str) -> list[Span]:
     """
     read = unmarked_html(text)
     spans: list[Span] = []
-    for seg_start, seg_end in _segments(read):
-        for a, b in _split_segment(read, seg_start, seg_end):
-            sentence = read[a:b] if read is text else _SPACES_RE.sub(" ", read[a:b])
-            spans.append(Span(sentence, a, b))
+    for a, b, _ in _sentence_ranges(read):
+        sentence = read[a:b] if read is text else _SPACES_RE.sub(" ", read[a:b])
+        spans.append(Span(sentence, a, b))
     return spans
+
+
+def _sentence_ranges(read: str) -> list[tuple[int, int, str | None]]:
+    """Each sentence's range in ``read`` (text without HTML tags), with the kind of fact
+    its label names (:func:`fact_label`)."""
+    return [
+        (a, b, label)
+        for seg_start, seg_end, label in _segments(read)
+        for a, b in _split_segment(read, seg_start, seg_end)
+    ]
 
 
 # --- statements --------------------------------------------------------------------------
@@ -591,15 +679,23 @@ def split_statements(text: str) -> list[Span]:
     Splits coordinated claims only where the parts stand alone ("takes metformin and
     lisinopril" -> "takes metformin" + "takes lisinopril"); ranges ("between 5 and 10"),
     alternatives ("or") and relative clauses are left whole.
+
+    A statement under a label or title that names a kind of fact (:func:`fact_label`:
+    allergies, medications, family, social, past medical or surgical history) says it
+    first, in one spelling, for it is part of what the statement says ("Allergies:
+    amoxicillin" is wrong of a visit where amoxicillin is taken): ``"## Allergies\n-
+    Penicillin"`` -> "Allergies: Penicillin", its offsets those of "Penicillin".
     """
     read = unmarked_html(text)
     statements: list[Span] = []
-    for sentence in split_sentences(read):
-        for ca, cb in _split_clauses(read, sentence.start, sentence.end):
-            statements.extend(_split_list(read, ca, cb))
-    if read is text:
-        return statements
-    return [Span(_SPACES_RE.sub(" ", s.text), s.start, s.end) for s in statements]
+    for a, b, label in _sentence_ranges(read):
+        for ca, cb in _split_clauses(read, a, b):
+            for span in _split_list(read, ca, cb):
+                said = span.text if read is text else _SPACES_RE.sub(" ", span.text)
+                if label is not None:
+                    said = f"{label}: {said}"
+                statements.append(Span(said, span.start, span.end) if said != span.text else span)
+    return statements
 
 
 # --- words -------------------------------------------------------------------------------

@@ -72,7 +72,8 @@ def statement_highlights(
 ) -> list[Highlight]:
     """Highlights of each statement located in the answer, coloured by status; where the
     verifier marked the words the evidence does not bear out (and the statement is the
-    answer's own text there), those words are outlined on their own."""
+    answer's own text there, after its label if it says one), those words are outlined on
+    their own."""
     out: list[Highlight] = []
     for s in statements:
         if s.get("start") is None or s.get("end") is None or not answer:
@@ -86,8 +87,16 @@ def statement_highlights(
             title += f" · confidence {float(conf):.2f}"
         marked = s.get("unsupported_words") or []
         words = None
-        if marked and answer[start:end] == s.get("text"):
-            words = [(int(w["start"]), int(w["end"])) for w in marked]
+        text, own = str(s.get("text") or ""), answer[start:end]
+        if marked and own and text.endswith(own):
+            # a statement may say its label first ("Allergies: penicillin"): its words
+            # are marked where they are in the answer
+            lead = len(text) - len(own)
+            words = [
+                (int(w["start"]) - lead, int(w["end"]) - lead)
+                for w in marked
+                if int(w["start"]) >= lead
+            ]
         out.extend(word_marks(answer, start, end, status, None, words=words or [], title=title))
     return out
 

@@ -9,8 +9,10 @@ import pytest
 
 from core.text import (
     as_prose,
+    fact_label,
     normalize,
     normalize_with_map,
+    split_label,
     split_sentences,
     split_statements,
     strip_emphasis,
@@ -32,8 +34,8 @@ def texts(spans: list) -> list[str]:
 def statements_of(text: str) -> list[str]:
     """The statements of ``text``, each checked to index the original at its offsets."""
     spans = split_statements(text)
-    for span in spans:
-        assert text[span.start : span.end] == span.text
+    for span in spans:  # (after the kind of fact its label names, if any)
+        assert split_label(span.text)[1] == text[span.start : span.end]
     return texts(spans)
 
 
@@ -88,9 +90,96 @@ def test_markdown_headings_and_bold_titles_are_not_statements() -> None:
         "Takes **ibuprofen** 400 mg twice daily.",
         "X-ray of the right knee ordered.",
         "Follow up in 2 weeks.",
-        "__Former smoker__, quit 10 years ago.",
-        "BP 132/84",
+        "Social history: __Former smoker__, quit 10 years ago.",
+        "Social history: BP 132/84",  # (a title reaches to the next)
     ]
+
+
+@pytest.mark.parametrize(
+    ("title", "label"),
+    [
+        ("Allergies", "Allergies"),
+        ("**Drug Allergies:**", "Allergies"),
+        ("ALLERGIES/INTOLERANCES", "Allergies"),
+        ("## Current medications", "Medications"),
+        ("Meds", "Medications"),
+        ("PMH", "Past medical history"),
+        ("3. Past Medical History", "Past medical history"),
+        ("Family History", "Family history"),
+        ("FHx", "Family history"),
+        ("SOCIAL HISTORY", "Social history"),
+        ("Past surgical history:", "Past surgical history"),
+        ("Patient's medications", "Medications"),
+        ("Plan", None),
+        ("History of present illness", None),
+        ("Chief complaint", None),
+        ("Medication changes today", None),
+    ],
+)
+def test_fact_label_reads_the_kinds_of_fact_a_label_names(title: str, label: str | None) -> None:
+    assert fact_label(title) == label
+
+
+LABELLED_SUMMARY = """Allergies: amoxicillin.
+
+## Medications
+- Metformin 500 mg twice daily
+- Lisinopril: 10 mg daily
+
+**Past medical history:** hypertension, diabetes and asthma.
+
+FAMILY HISTORY
+Mother had breast cancer. Father has diabetes.
+
+Social history: He smokes and drinks, and he walks daily.
+
+## Plan
+- Start atorvastatin 20 mg.
+Return in 2 weeks.
+"""
+
+
+def test_a_label_that_names_a_kind_of_fact_is_part_of_each_statement_under_it() -> None:
+    # "Allergies: amoxicillin" says something else than "amoxicillin": a visit where
+    # amoxicillin is taken bears out the one and not the other
+    assert statements_of(LABELLED_SUMMARY) == [
+        "Allergies: amoxicillin.",
+        "Medications: Metformin 500 mg twice daily",
+        "Medications: Lisinopril: 10 mg daily",  # an item's name under a title is no label
+        "Past medical history: hypertension, diabetes and asthma.",
+        "Family history: Mother had breast cancer.",
+        "Family history: Father has diabetes.",
+        "Social history: He smokes and drinks",
+        "Social history: he walks daily.",
+        "Start atorvastatin 20 mg.",  # a title of another kind ends the last one's reach
+        "Return in 2 weeks.",
+    ]
+    spans = split_statements(LABELLED_SUMMARY)
+    assert LABELLED_SUMMARY[spans[0].start : spans[0].end] == "amoxicillin."
+    # sentences of sources are read as written
+    assert texts(split_sentences(LABELLED_SUMMARY))[0] == "amoxicillin."
+
+
+def test_labels_in_html_carry_to_their_items() -> None:
+    text = "<h3>Allergies</h3><ul><li>Penicillin (hives)</li><li>Sulfa</li></ul><p>Plan: rest</p>"
+    assert [s.text for s in split_statements(text)] == [
+        "Allergies: Penicillin (hives)",
+        "Allergies: Sulfa",
+        "rest",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("statement", "parts"),
+    [
+        ("Allergies: penicillin", ("Allergies", "penicillin")),
+        ("Past medical history: asthma.", ("Past medical history", "asthma.")),
+        ("Plan: rest", (None, "Plan: rest")),
+        ("He has asthma.", (None, "He has asthma.")),
+    ],
+)
+def test_split_label_parts_a_statement_from_its_label(statement: str, parts: tuple) -> None:
+    assert split_label(statement) == parts
 
 
 def test_bullets_of_word_processors_and_markdown_start_statements() -> None:

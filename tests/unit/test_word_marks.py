@@ -44,3 +44,26 @@ def test_verifier_offsets_are_used_and_escaped() -> None:
     html = highlight_html(answer, marks)
     assert "<b>" not in html
     assert "&lt;b&gt;" in html
+
+
+def test_words_of_a_statement_that_says_its_label_first_are_marked_where_they_are() -> None:
+    answer = "## Allergies\n- Amoxicillin and sulfa\n"
+    start = answer.index("Amoxicillin")
+    text = "Allergies: Amoxicillin and sulfa"
+    statements = [
+        {
+            "index": 0,
+            "text": text,
+            "start": start,
+            "end": start + len("Amoxicillin and sulfa"),
+            "status": "unsupported",
+            "verification_method": "learned",
+            "unsupported_words": [
+                {"text": "Allergies", "start": 0, "end": 9},  # the label: not in the answer there
+                {"text": "Amoxicillin", "start": 11, "end": 22},
+            ],
+        }
+    ]
+    marks = statement_highlights(answer, statements)
+    assert [answer[h.start : h.end] for h in marks if h.kind == "focus"] == ["Amoxicillin"]
+    assert marks[0].start == start and marks[-1].end == start + len("Amoxicillin and sulfa")
