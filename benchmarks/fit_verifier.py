@@ -28,10 +28,17 @@ from typing import Any
 
 import numpy as np
 from _common import base_parser, print_table, require_data, support_model
-from verifier_data import benchmark_items, primock_encounters, said_enough, statement_cosines
+from verifier_data import (
+    benchmark_items,
+    labelled_note,
+    primock_encounters,
+    said_enough,
+    statement_cosines,
+)
 
 from core.grounding.support import novelty
 from core.grounding.verifier import SIGNAL_SIGNS as SIGNS
+from core.text import split_label
 
 DevItem = tuple[str, int, str, float]  # statement, label (1 = hallucinated), kind, weight
 
@@ -66,7 +73,12 @@ def dev_cases(
     with require_data(data, "mts_dialog", MTS_TRAIN[0]).open(newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
             if split_of("mts", MTS_TRAIN[0], row["ID"]) == "dev":
-                visit("mts", row["section_text"], row["dialogue"])
+                key = f"{MTS_TRAIN[0]}/{row['ID']}"  # under a label as in training
+                visit(
+                    "mts",
+                    labelled_note(row["section_header"], row["section_text"], key),
+                    row["dialogue"],
+                )
     for enc in primock_encounters(data, splits=("dev",)):
         visit("primock", enc.note, enc.dialogue)
     path = require_data(data, "medhallu", "medhallu_pqa_labeled.jsonl")
@@ -110,7 +122,9 @@ def collect(verifier: Any, cases: list[Any]) -> list[dict[str, Any]]:
                     "weight": weight,
                     "signals": dict(res.signals) or None,
                     "status": res.status,
-                    "said_enough": bool(label or said_enough(novelty(s, [ev]), float(cos))),
+                    "said_enough": bool(
+                        label or said_enough(novelty(split_label(s)[1], [ev]), float(cos))
+                    ),
                 }
             )
     return rows

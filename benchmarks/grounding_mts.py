@@ -30,6 +30,13 @@ changed words changed in the dialogue too. A verifier that reads the evidence fl
 and not the second ("follows evidence": the difference); one that has learnt how a generated
 sentence reads flags both. ``--said N`` sets how many encounters of each set (default 60).
 
+A fourth table reads facts under labels, as LLM summaries write them ("Allergies:
+penicillin."): every test section whose header names a kind of fact (allergies, medications,
+past medical and surgical history) under its label, each statement as it is (a positive) and
+under the label of the kind it is most often mistaken for ("Medications: penicillin.", a
+hallucination), and that swapped statement against the dialogue made to say it (flagging it
+then is a false alarm).
+
 With ``--sets primock`` (in the default) the same is measured on PriMock57's test
 consultations (day 5): clinicians' own shorthand notes of mock primary-care consultations
 against their manual transcripts, a style of note no other set has.
@@ -47,10 +54,13 @@ from typing import Any
 
 from _common import base_parser, prf, print_json, print_table, require_data, support_model
 from verifier_data import (
+    SECTION_LABELS,
     benchmark_hallucinations,
     benchmark_items,
     counterfactual_evidence,
+    note_statements,
     primock_encounters,
+    under_label,
 )
 
 SETS = {
@@ -238,6 +248,53 @@ def evidence_reading(verifier: Any, cases: list[tuple[str, str, str, str]]) -> l
     return table
 
 
+def label_cases(rows: list[dict[str, str]], seed: int) -> list[tuple[str, str, int, str | None]]:
+    """(dialogue, statement, label, dialogue made to say it) of the sections whose header names
+    a kind of fact: each statement under its label (label 0), and under the label of another
+    kind (label 1, :func:`~core.grounding.perturb.hallucinate`'s ``label_swap``) with the
+    dialogue made to say that (in the wording training never uses), where it can be."""
+    from core.grounding.perturb import hallucinate
+
+    rng, flip = random.Random(seed), random.Random(seed + 1)
+    out: list[tuple[str, str, int, str | None]] = []
+    for r in rows:
+        if r.get("section_header") not in SECTION_LABELS:
+            continue
+        dialogue = r["dialogue"]
+        for s in note_statements(under_label(r["section_header"], r["section_text"], rng)):
+            out.append((dialogue, s, 0, None))
+            for h in hallucinate(s, dialogue, rng, kinds=("label_swap",)):
+                said = counterfactual_evidence(h, dialogue, flip, held_out=True)
+                out.append((dialogue, h.text, 1, said))
+    return out
+
+
+def label_reading(verifier: Any, cases: list[tuple[str, str, int, str | None]]) -> dict[str, Any]:
+    """F1, false alarms and recall of the facts under labels; and the share of swapped ones
+    flagged against the dialogue made to say them (a false alarm: the statement is now true)."""
+    from core.grounding import SourceChunk
+
+    labels, flags, on_said = [], [], []
+    for dialogue, text, label, said in cases:
+        (res,) = verifier.verify_statements([text], [SourceChunk("d", dialogue, "transcript")])
+        labels.append(label)
+        flags.append(int(not res.is_grounded))
+        if said is not None:
+            (true,) = verifier.verify_statements([text], [SourceChunk("d", said, "transcript")])
+            on_said.append(int(not true.is_grounded))
+    p, r, f = prf(labels, flags)
+    real = [fl for fl, lab in zip(flags, labels, strict=True) if lab == 0]
+    return {
+        "facts": len(real),
+        "swapped": sum(labels),
+        "f1": f,
+        "precision": p,
+        "recall": r,
+        "false alarms": sum(real) / len(real) if real else float("nan"),
+        "flagged, said": sum(on_said) / len(on_said) if on_said else float("nan"),
+    }
+
+
 def load_set(data: Any, key: str) -> list[dict[str, str]]:
     """The rows of MTS-Dialog test set ``key`` ("1" or "2"), or with ``key`` "primock" the
     test consultations of PriMock57 (day 5: a clinician's whole note against the merged
@@ -286,6 +343,7 @@ def main() -> None:
         verifiers["rules only (previous)"] = GroundingVerifier(embedder=embedder)
     summary = []
     reading: list[dict[str, Any]] = []
+    labelled: list[dict[str, Any]] = []
     whole: list[dict[str, Any]] = []
     details: dict[str, Any] = {}
     for key in args.sets.split(","):
@@ -294,6 +352,7 @@ def main() -> None:
             rows = random.Random(args.seed).sample(rows, args.encounters)
         cases = test_cases(rows, args.seed)
         said = said_cases(rows[: args.said], args.seed) if args.said else []
+        facts = label_cases(rows, args.seed)
         n_real = sum(k is None for _, items in cases for _, k, _ in items)
         n_hall = sum(k is not None for _, items in cases for _, k, _ in items)
         baseline = prf([0] * n_real + [1] * n_hall, [1] * (n_real + n_hall))
@@ -337,6 +396,10 @@ def main() -> None:
             details[f"{key}/{label}"] = out
             for line in evidence_reading(verifier, said) if said else []:
                 reading.append({"set": set_name(key), "verifier": label, **line})
+            if facts:
+                labelled.append(
+                    {"set": set_name(key), "verifier": label, **label_reading(verifier, facts)}
+                )
             summary.append(
                 {
                     "set": set_name(key),
@@ -384,8 +447,34 @@ def main() -> None:
             "Evidence reading: the same generated sentence flagged against the dialogue as it "
             "is, and against the dialogue made to say it (higher 'follows evidence' is better)",
         )
+    if labelled:
+        print_table(
+            labelled,
+            [
+                "set",
+                "verifier",
+                "facts",
+                "swapped",
+                "f1",
+                "precision",
+                "recall",
+                "false alarms",
+                "flagged, said",
+            ],
+            "Facts under labels ('Allergies: penicillin.'): as written vs under the label of "
+            "another kind; 'flagged, said': the swapped ones against the dialogue made to say "
+            "them (lower is better)",
+        )
     if args.json:
-        print_json({"summary": summary, "sections": whole, "reading": reading, "details": details})
+        print_json(
+            {
+                "summary": summary,
+                "sections": whole,
+                "reading": reading,
+                "labelled": labelled,
+                "details": details,
+            }
+        )
 
 
 if __name__ == "__main__":

@@ -101,7 +101,21 @@ KIND_WEIGHTS = {
     "patient_to_relative": 1.0,  # can be made of most sentences: chosen often enough
     "drug_allergy": 6.0,  # only of a sentence that names a drug: seldom possible
     "past_current": 5.0,  # only of a sentence that says when: seldom possible
+    "label_swap": 6.0,  # only of a short fact under a label: seldom possible
 }
+# MTS-Dialog's section headers that name a kind of fact, in spellings a note labels them by
+# (core.text.fact_label reads each back to one). A share of those sections is read under a
+# label, as LLM summaries write them ("Allergies: penicillin."), so that the model learns
+# that the label is part of what is said; the rest as they are.
+SECTION_LABELS = {
+    "ALLERGY": ("Allergies", "ALLERGIES", "Drug allergies", "Known allergies"),
+    "MEDICATIONS": ("Medications", "MEDICATIONS", "Current medications", "Meds"),
+    "PASTMEDICALHX": ("Past medical history", "PAST MEDICAL HISTORY", "PMH", "Medical history"),
+    "PASTSURGICAL": ("Past surgical history", "PAST SURGICAL HISTORY", "PSH", "Surgeries"),
+}
+LABEL_SHARE = 0.6
+# how a note lays a label out: on the fact's line, on its own line, as a heading, in bold
+_LABEL_LAYOUTS = ("{l}: {t}", "{l}:\n{t}", "## {l}\n\n{t}", "**{l}:** {t}", "{L}\n\n{t}")
 
 
 Item = tuple[str, str | None, str]  # (statement, kind of hallucination or None, original)
@@ -224,6 +238,40 @@ def primock_encounters(data: Path, *, splits: Sequence[str] = ("train", "dev")) 
     return out
 
 
+def labelled_note(header: str, note: str, key: str) -> str:
+    """The note of a section whose header names a kind of fact (:data:`SECTION_LABELS`)
+    under a label, for a seeded share of them (by ``key``, so that no other draw moves);
+    else the note as it is."""
+    draw = random.Random(f"{key}/label")
+    if header not in SECTION_LABELS or draw.random() >= LABEL_SHARE:
+        return note
+    return under_label(header, note, draw)
+
+
+def under_label(header: str, note: str, draw: random.Random) -> str:
+    """``note`` under a label for its section ``header``, in a spelling and a layout drawn
+    by ``draw``."""
+    label = draw.choice(SECTION_LABELS[header])
+    layout = draw.choice(_LABEL_LAYOUTS)
+    return layout.format(l=label, L=label.upper(), t=note.strip())
+
+
+def long_enough(statement: str) -> bool:
+    """Whether a statement says enough to be judged: three words, or one under a label that
+    names a kind of fact ("Allergies: penicillin.")."""
+    from core.text import split_label
+
+    label, body = split_label(statement)
+    return len(body.split()) >= (1 if label else MIN_WORDS) and any(c.isalpha() for c in body)
+
+
+def note_statements(note: str) -> list[str]:
+    """A note's statements (:func:`core.text.split_statements`) that say enough to judge."""
+    from core.text import split_statements
+
+    return [s.text.strip() for s in split_statements(note) if long_enough(s.text.strip())]
+
+
 def _choose(options: Sequence[Any], rng: random.Random, n: int) -> list[Any]:
     pool = list(options)
     chosen = []
@@ -267,13 +315,9 @@ def encounter_rows(
     round against that evidence as a positive (:func:`negated_statement_and_evidence`)."""
     from core.grounding import SourceChunk
     from core.grounding.support import novelty
-    from core.text import split_statements
+    from core.text import split_label
 
-    statements = [
-        s.text.strip()
-        for s in split_statements(enc.note)
-        if len(s.text.split()) >= MIN_WORDS and any(c.isalpha() for c in s.text)
-    ]
+    statements = note_statements(labelled_note(enc.header, enc.note, f"{enc.file}/{enc.key}"))
     if not statements or not enc.dialogue.strip():
         return []
     source = [SourceChunk("visit", enc.dialogue, "transcript")]
@@ -281,7 +325,7 @@ def encounter_rows(
     cosines = statement_cosines(verifier, statements, evidence)
     kept = []
     for s, ev, cos in zip(statements, evidence, cosines, strict=True):
-        if not said_enough(novelty(s, [ev]), float(cos)):
+        if not said_enough(novelty(split_label(s)[1], [ev]), float(cos)):
             counts["positive dropped (evidence says under half its words)"] += 1
             continue
         counts["positive kept"] += 1
@@ -591,7 +635,6 @@ def clinical_rows(
     specifics_share: float = 0.0,
 ) -> Iterator[Row]:
     """The pairs of every ACI-Bench, MTS-Dialog and PriMock57 train/dev encounter."""
-    from core.text import split_statements
 
     rng = random.Random(seed)
     verifier = _verifier()
@@ -605,12 +648,7 @@ def clinical_rows(
     for n, enc in enumerate(encounters):
         group = [e for e in by_header[(enc.split, enc.header or enc.dataset)] if e.key != enc.key]
         others = rng.sample(group, min(3, len(group)))
-        foreign = [
-            s.text.strip()
-            for o in others
-            for s in split_statements(o.note)
-            if len(s.text.split()) >= MIN_WORDS
-        ]
+        foreign = [s for o in others for s in note_statements(o.note)]
         yield from encounter_rows(
             enc, verifier, rng, foreign, counts, turned_share, both_turned, specifics_share
         )
@@ -678,13 +716,7 @@ def benchmark_hallucinations(
     one hallucination of it, chosen as in training (with ``every``, each one the generator can
     make of it): how the benchmarks and the fit on dev rows read an encounter (no sentence is
     left out for what the visit does not say)."""
-    from core.text import split_statements
-
-    statements = [
-        s.text.strip()
-        for s in split_statements(note)
-        if len(s.text.split()) >= MIN_WORDS and any(c.isalpha() for c in s.text)
-    ]
+    statements = note_statements(note)
     out: list[tuple[str, Hallucination | None]] = []
     for s in statements:
         out.append((s, None))

@@ -6,7 +6,8 @@ a unit of time, a side, a drug, a diagnosis, a test, a specialty, a body site, a
 such as "mild" or "improved": the same topic, another fact), a negation flipped, a hedge
 turned into a certainty, the patient's sex or a relative swapped, whose fact it is (the
 patient's said of a relative) or what kind (a drug taken said to be an allergy, or the other
-way round; what once was so said to be so now), a fact of one sentence carried into another
+way round; what once was so said to be so now; a listed fact put under another label, as
+"Medications: penicillin" of an allergy), a fact of one sentence carried into another
 (a merge), or something added that was never said (an order, a test, a referral, a family
 history, a duration, an age, a symptom, a social-history fact). Every inserted word is
 checked against the source, so that what is generated is not said there after all.
@@ -493,6 +494,7 @@ KINDS = (
     "patient_to_relative",
     "drug_allergy",
     "past_current",
+    "label_swap",
 )
 
 
@@ -968,6 +970,9 @@ _TENSES = (
     (r"\bno longer\b", "still"),
     (r"\bstill\b", "no longer"),
     (r"\b(?:formerly|previously)\b", "currently"),
+    (r"\b(is|are) currently (\w+ing)\b", r"\1 no longer \2"),  # (not "is previously taking")
+    (r"\bis currently\b", "was previously"),
+    (r"\bare currently\b", "were previously"),
     (r"\bcurrently\b", "previously"),
     (r"\bin the past\b", "now"),
 )
@@ -1074,6 +1079,78 @@ def _past_current(s: str, source: str, rng: random.Random, others: Sequence[str]
     return None
 
 
+# A listed fact under the label of another kind it is often mistaken for, and what a visit
+# says to put it there ({f}: the fact).
+_LABEL_SWAPS = {
+    "Allergies": "Medications",
+    "Medications": "Allergies",
+    "Past medical history": "Family history",
+    "Family history": "Past medical history",
+}
+_LABEL_SAID = {
+    "Allergies": (
+        "Patient: I'm allergic to {f}.",
+        "Patient: {F} gives me a rash, I can't take it.",
+        "Doctor: Any allergies? Patient: Yes, {f}.",
+    ),
+    "Medications": (
+        "Patient: I take {f}.",
+        "Doctor: What are you taking? Patient: Just {f}.",
+        "Patient: I'm on {f} right now.",
+    ),
+    "Family history": (
+        "Patient: My mother had {f}.",
+        "Patient: {F} runs in my family, my father had it.",
+        "Doctor: Anything in the family? Patient: My brother has {f}.",
+    ),
+    "Past medical history": (
+        "Patient: I have {f}.",
+        "Patient: I was diagnosed with {f} a few years ago.",
+        "Doctor: Any medical problems? Patient: {F}.",
+    ),
+}
+_KIND_WORDS_RE = re.compile(
+    r"\b(?:allerg\w*|takes?|taking|took|on|prescribed|mother|father|brother|sister|family|"
+    r"parents?|son|daughter|he|she|patient|history|denies|no|none|unknown|rash|hives|"
+    r"reactions?|swelling|anaphylaxis|intoleran\w*)\b",
+    re.I,
+)
+_KIN_RE = re.compile(
+    r"\b(?:mother|mom|father|dad|brothers?|sisters?|siblings?|parents?|family|grand\w+|aunts?|"
+    r"uncles?|sons?|daughters?|cousins?)\b",
+    re.I,
+)
+_LABEL_FACT_WORDS = 6  # a listed fact, not a sentence that says its own kind
+
+
+def _label_swap(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
+    """A listed fact under the label of another kind ("Allergies: penicillin" ->
+    "Medications: penicillin"; past medical <-> family history). Only a short fact that
+    does not say its own kind, and only where the visit does not tie it to the new one (a
+    drug to a reaction, a condition to a relative)."""
+    from core.text import split_label
+
+    label, fact = split_label(s)
+    new = _LABEL_SWAPS.get(label or "")
+    body = fact.strip().rstrip(".").strip()
+    if new is None or not body or len(body.split()) > _LABEL_FACT_WORDS:
+        return None
+    if _KIND_WORDS_RE.search(body):
+        return None
+    # the visit's lines that name the fact: none may tie it to the new kind (a drug to a
+    # reaction, a condition to a relative), nor name it without the old kind's tie (so
+    # that the patient may have it too)
+    tie = _REACTION_RE if new in ("Allergies", "Medications") else _KIN_RE
+    words = re.findall(r"[a-z]{4,}", body.lower())
+    lines = [ln for ln in re.split(r"[\n.?!]", source) if any(w in ln.lower() for w in words)]
+    ties = [bool(tie.search(ln)) for ln in lines]
+    if any(ties) if new in ("Allergies", "Family history") else not all(ties):
+        return None
+    f = body[:1].lower() + body[1:] if not body[:2].isupper() else body
+    said = tuple(line.format(f=f, F=f[:1].upper() + f[1:]) for line in _LABEL_SAID[new])
+    return f"{new}: {fact}", said
+
+
 _MAKERS: dict[str, Callable[[str, str, random.Random, Sequence[str]], _Made]] = {
     "number": _number,
     "time_unit": _time_unit,
@@ -1101,6 +1178,7 @@ _MAKERS: dict[str, Callable[[str, str, random.Random, Sequence[str]], _Made]] = 
     "patient_to_relative": _patient_to_relative,
     "drug_allergy": _drug_allergy,
     "past_current": _past_current,
+    "label_swap": _label_swap,
 }
 assert tuple(_MAKERS) == KINDS
 

@@ -73,6 +73,7 @@ def test_every_kind_can_be_made_and_none_is_the_statement() -> None:
         "She takes ibuprofen 400 mg twice daily and denies fever.",
         "Her mother has possible rheumatoid arthritis.",
         "He is a married male with mild hypertension.",
+        "Medications: ibuprofen 400 mg.",
     ]
     made = {h.kind for s in statements for h in hallucinate(s, SOURCE, rng, others=statements)}
     assert len(made) >= len(KINDS) - 4, sorted(set(KINDS) - made)
@@ -525,11 +526,56 @@ def test_a_drug_taken_becomes_an_allergy_and_an_allergy_a_drug_taken() -> None:
     rng = random.Random(0)
     (allergy,) = hallucinate("He takes metformin daily.", VISIT, rng, kinds=("drug_allergy",))
     assert re.fullmatch(r"He (is allergic to|has an allergy to) metformin\.", allergy.text)
-    assert all("metformin" in line for line in allergy.said)
+    assert all("metformin" in line.lower() for line in allergy.said)
     (taken,) = hallucinate("She is allergic to penicillin.", VISIT, rng, kinds=("drug_allergy",))
     assert taken.text in ("She takes penicillin.", "She was started on penicillin.")
     # a drug the visit says gives a reaction is never made an allergy: it may be one
     assert not hallucinate("He took penicillin as a child.", VISIT, rng, kinds=("drug_allergy",))
+
+
+def test_a_listed_fact_is_put_under_the_label_of_another_kind() -> None:
+    rng = random.Random(0)
+    swap = {
+        s: hallucinate(s, VISIT + " My mother had asthma.", rng, kinds=("label_swap",))
+        for s in (
+            "Medications: metformin twice a day.",
+            "Allergies: Penicillin.",
+            "Family history: asthma.",
+            "Past medical history: diabetes.",
+        )
+    }
+    assert [h.text for (h,) in swap.values()] == [
+        "Allergies: metformin twice a day.",
+        "Medications: Penicillin.",
+        "Past medical history: asthma.",
+        "Family history: diabetes.",
+    ]
+    (allergy,) = swap["Medications: metformin twice a day."]
+    assert all("metformin" in line.lower() for line in allergy.said)
+    for statement in (
+        "Medications: amoxicillin.",  # the visit may tie it to a reaction: never an allergy
+        "Allergies: Penicillin.",  # no tie to a rash: it may be taken too
+        "Allergies: Sulfa (hives).",  # says its own kind
+        "Past medical history: He has diabetes and takes metformin.",  # says its own kind
+        "Social history: smokes.",  # a kind without a likely confusion
+        "Penicillin.",  # no label
+    ):
+        visit = VISIT.replace("gives me a rash", "is fine") + " Amoxicillin gave me hives."
+        made = hallucinate(statement, visit, rng, kinds=("label_swap",))
+        assert not made, statement
+
+
+def test_a_share_of_sections_that_name_a_kind_of_fact_is_read_under_a_label() -> None:
+    vd = _verifier_data()
+    notes = [vd.labelled_note("ALLERGY", "Penicillin.", f"file/{k}") for k in range(400)]
+    labelled = [n for n in notes if n != "Penicillin."]
+    assert 0.5 < len(labelled) / len(notes) < 0.7
+    assert {vd.note_statements(n)[0] for n in labelled} == {"Allergies: Penicillin."}
+    assert notes == [vd.labelled_note("ALLERGY", "Penicillin.", f"file/{k}") for k in range(400)]
+    assert vd.labelled_note("GENHX", "He has a cough.", "file/1") == "He has a cough."
+    # a fact under a label is judged from one word; without one, from three
+    assert vd.note_statements("Penicillin.") == []
+    assert vd.long_enough("Allergies: penicillin.") and not vd.long_enough("Penicillin rash.")
 
 
 @pytest.mark.parametrize(
@@ -540,6 +586,8 @@ def test_a_drug_taken_becomes_an_allergy_and_an_allergy_a_drug_taken() -> None:
         ("She quit drinking last year.", "She started drinking last year."),
         ("She is no longer working.", "She is still working."),
         ("Currently he walks with a cane.", "Previously he walks with a cane."),
+        ("He is currently taking metformin.", "He is no longer taking metformin."),
+        ("She is currently unemployed.", "She was previously unemployed."),
     ],
 )
 def test_what_once_was_so_is_said_to_be_so_now_and_back(statement: str, turned: str) -> None:
