@@ -407,12 +407,27 @@ _FACT_LABELS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 _TITLE_MARKS_RE = re.compile(r"^[\s#*_]*(?:\d{1,2}[.)][\s*_]*)?|[\s*_:]+$")
 
 
+# Sections of a note whose labels say nothing of the kind of fact (a line "Plan: rest" after
+# a list of allergies starts another section; "Mother: melanoma." in a family history does not)
+_SECTION_RE = re.compile(
+    r"(?:chief complaint|cc|hpi|history of (?:the )?present illness|(?:physical )?exam(?:ination)?|"
+    r"review of systems|ros|vitals?(?: signs)?|labs?|results|imaging|(?:assessment|impression)"
+    r"(?: (?:and|&) plan)?|a/?p|plan|diagnos[ie]s|follow[ -]?up|summary|recommendations?|"
+    r"disposition|instructions|procedures?|orders|notes?|subjective|objective)"
+)
+
+
+def _title_words(title: str) -> str:
+    """A label or title in lower case, without Markdown marks, a number or whose it is."""
+    words = " ".join(_TITLE_MARKS_RE.sub("", title).lower().split())
+    return re.sub(r"^(?:the )?(?:patient'?s?|pt'?s?) ", "", words)
+
+
 def fact_label(title: str) -> str | None:
     """The kind of fact a section label or title names, in one spelling ("PMH", "Past
     Medical History:", "## Home medications" -> "Past medical history", "Medications"),
     or None for a label that does not change what its text says ("Plan", "HPI")."""
-    words = " ".join(_TITLE_MARKS_RE.sub("", title).lower().split())
-    words = re.sub(r"^(?:the )?(?:patient'?s?|pt'?s?) ", "", words)
+    words = _title_words(title)
     for pattern, label in _FACT_LABELS:
         if pattern.fullmatch(words):
             return label
@@ -481,13 +496,16 @@ def _segments(text: str) -> list[tuple[int, int, str | None]]:
             header = None
         if header is not None:
             own = fact_label(header.group(1))
-            if own is None and scope is not None and marker is not None:
-                # an item of a titled list ("- Penicillin: rash" under "Allergies"): its
-                # name is what it says, not a label
+            if own is None and scope is not None and not _SECTION_RE.fullmatch(
+                _title_words(header.group(1))
+            ):
+                # a line of a titled section ("Mother: melanoma." under "Family history",
+                # "- Penicillin: rash" under "Allergies"): its name is what it says
                 header = None
         if header is not None:
             content_start = header.end()
             new_unit = True
+            scope = None  # a section's label ends the last title's reach
         elif _is_header_line(
             text[content_start : line_start + len(body)], listed=marker is not None
         ):

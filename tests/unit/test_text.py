@@ -136,6 +136,11 @@ Social history: He smokes and drinks, and he walks daily.
 ## Plan
 - Start atorvastatin 20 mg.
 Return in 2 weeks.
+
+FAMILY HISTORY
+
+Mother: melanoma.
+No family history of breast cancer.
 """
 
 
@@ -153,6 +158,8 @@ def test_a_label_that_names_a_kind_of_fact_is_part_of_each_statement_under_it() 
         "Social history: he walks daily.",
         "Start atorvastatin 20 mg.",  # a title of another kind ends the last one's reach
         "Return in 2 weeks.",
+        "Family history: Mother: melanoma.",  # a line's name under a title is no label
+        "Family history: No family history of breast cancer.",
     ]
     spans = split_statements(LABELLED_SUMMARY)
     assert LABELLED_SUMMARY[spans[0].start : spans[0].end] == "amoxicillin."
