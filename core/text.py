@@ -388,7 +388,7 @@ _FACT_LABELS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (
             r"(?:(?:current|home|active|outpatient|regular|discharge|present) )?(?:medications?|"
             r"meds|medicines|drugs|prescriptions|medication list)(?: ?(?:/|and|&) ?"
-            r"(?:supplements|doses|dosages))?",
+            r"(?:supplements|doses|dosages))?|(?:drug|medication) history|dh|dhx",
             "Medications",
         ),
         (r"family (?:medical )?history|fhx?|fam(?:ily)? hx", "Family history"),

@@ -124,7 +124,7 @@ def test_a_markdown_summary_is_judged_on_its_statements_not_its_headings(
     assert [s.statement for s in result.statements] == [
         "Swelling of the right knee for two weeks after a fall from a ladder.",
         "Takes **ibuprofen** 400 mg twice daily.",
-        "Quit smoking about ten years ago.",
+        "Social history: Quit smoking about ten years ago.",
         "X-ray of the right knee.",
     ]
     assert result.overall_grounded, [(s.statement, s.status) for s in result.statements]
@@ -168,6 +168,54 @@ def test_an_html_answer_is_judged_as_the_text_it_shows(verifier: GroundingVerifi
     assert knee.status == "grounded"
     assert dose.status == "contradicted"  # the visit's dose is four hundred milligrams
     assert "800 mg" in [dose.statement[a:b] for a, b in dose.unsupported_words]
+
+
+LISTS_VISIT = (
+    "Doctor: Any allergies?\n"
+    "Patient: Penicillin, it gives me hives.\n"
+    "Doctor: And what do you take?\n"
+    "Patient: Metformin for my diabetes, and amoxicillin for a sinus infection.\n"
+    "Doctor: Anything in the family?\n"
+    "Patient: My father had a stroke.\n"
+)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "## Allergies\n- Penicillin",
+        "## Medications\n- Metformin",
+        "**Medications:** amoxicillin",
+        "FAMILY HISTORY\n\nStroke.",
+    ],
+)
+def test_a_fact_under_its_label_is_grounded(verifier: GroundingVerifier, statement: str) -> None:
+    (result,) = verifier.verify(
+        statement, [SourceChunk("visit", LISTS_VISIT, "transcript")]
+    ).statements
+    assert ":" in result.statement  # judged with its label
+    assert result.status == "grounded", (result.statement, result.signals)
+
+
+# The shipped model was trained before statements kept their labels: it reads a label as the
+# visit's topic, and grounds every one of these (known misses, kept in sight).
+@KNOWN_MISS
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "## Allergies\n- Amoxicillin",  # taken, not an allergy
+        "## Medications\n- Penicillin",  # an allergy, not taken
+        "Past medical history: stroke.",  # the father's
+    ],
+)
+def test_a_fact_under_the_label_of_another_kind_is_flagged(
+    verifier: GroundingVerifier, statement: str
+) -> None:
+    # with the label cut off, "Amoxicillin" was an exact match of the visit
+    (result,) = verifier.verify(
+        statement, [SourceChunk("visit", LISTS_VISIT, "transcript")]
+    ).statements
+    assert result.status in ("unsupported", "contradicted"), (result.statement, result.signals)
 
 
 def test_learned_tier_reports_ok_and_support_score(verifier: GroundingVerifier) -> None:

@@ -103,6 +103,7 @@ def test_markdown_headings_and_bold_titles_are_not_statements() -> None:
         ("ALLERGIES/INTOLERANCES", "Allergies"),
         ("## Current medications", "Medications"),
         ("Meds", "Medications"),
+        ("DH", "Medications"),  # drug history, as British notes write it
         ("PMH", "Past medical history"),
         ("3. Past Medical History", "Past medical history"),
         ("Family History", "Family history"),
