@@ -496,8 +496,10 @@ def _segments(text: str) -> list[tuple[int, int, str | None]]:
             header = None
         if header is not None:
             own = fact_label(header.group(1))
-            if own is None and scope is not None and not _SECTION_RE.fullmatch(
-                _title_words(header.group(1))
+            if (
+                own is None
+                and scope is not None
+                and not _SECTION_RE.fullmatch(_title_words(header.group(1)))
             ):
                 # a line of a titled section ("Mother: melanoma." under "Family history",
                 # "- Penicillin: rash" under "Allergies"): its name is what it says

@@ -575,7 +575,8 @@ def test_a_share_of_sections_that_name_a_kind_of_fact_is_read_under_a_label() ->
     assert vd.labelled_note("GENHX", "He has a cough.", "file/1") == "He has a cough."
     # a fact under a label is judged from one word; without one, from three
     assert vd.note_statements("Penicillin.") == []
-    assert vd.long_enough("Allergies: penicillin.") and not vd.long_enough("Penicillin rash.")
+    assert vd.long_enough("Allergies: penicillin.")
+    assert not vd.long_enough("Penicillin rash.")
 
 
 @pytest.mark.parametrize(

@@ -66,4 +66,5 @@ def test_words_of_a_statement_that_says_its_label_first_are_marked_where_they_ar
     ]
     marks = statement_highlights(answer, statements)
     assert [answer[h.start : h.end] for h in marks if h.kind == "focus"] == ["Amoxicillin"]
-    assert marks[0].start == start and marks[-1].end == start + len("Amoxicillin and sulfa")
+    assert marks[0].start == start
+    assert marks[-1].end == start + len("Amoxicillin and sulfa")
