@@ -703,8 +703,8 @@ def split_statements(text: str) -> list[Span]:
     A statement under a label or title that names a kind of fact (:func:`fact_label`:
     allergies, medications, family, social, past medical or surgical history) says it
     first, in one spelling, for it is part of what the statement says ("Allergies:
-    amoxicillin" is wrong of a visit where amoxicillin is taken): ``"## Allergies\n-
-    Penicillin"`` -> "Allergies: Penicillin", its offsets those of "Penicillin".
+    amoxicillin" is wrong of a visit where amoxicillin is taken): "- Penicillin" under "##
+    Allergies" -> "Allergies: Penicillin", its offsets those of "Penicillin".
     """
     read = unmarked_html(text)
     statements: list[Span] = []
