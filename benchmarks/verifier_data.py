@@ -354,21 +354,22 @@ def encounter_rows(
     # (one kind drawn among many is too seldom this one), and as often said as the rest
     swap = random.Random(f"{enc.file}/{enc.key}/label_swap")  # the other draws stay as they were
     drawn = {(h.original, h.kind) for h in negatives}
-    for s, _ in kept:
-        if (s, "label_swap") in drawn:
-            continue
-        for h in hallucinate(s, enc.dialogue, swap, kinds=("label_swap",)):
-            (ev,) = verifier.evidence_texts([h.text], source)
-            counts["fact under another label (every one)"] += 1
-            rows.append(Row(h.text, ev, 0, enc.dataset, enc.split, h.kind))
-            said = (
-                counterfactual_evidence(h, ev, swap)
-                if swap.random() < COUNTERFACTUAL_SHARE
-                else None
-            )
-            if said is not None:
-                counts["counterfactual positive (evidence made to say it)"] += 1
-                rows.append(Row(h.text, said, 1, enc.dataset, enc.split, f"{h.kind}_said"))
+    swapped = [
+        h
+        for s, _ in kept
+        if (s, "label_swap") not in drawn
+        for h in hallucinate(s, enc.dialogue, swap, kinds=("label_swap",))
+    ]
+    swap_evidence = verifier.evidence_texts([h.text for h in swapped], source) if swapped else []
+    for h, ev in zip(swapped, swap_evidence, strict=True):
+        counts["fact under another label (every one)"] += 1
+        rows.append(Row(h.text, ev, 0, enc.dataset, enc.split, h.kind))
+        said = (
+            counterfactual_evidence(h, ev, swap) if swap.random() < COUNTERFACTUAL_SHARE else None
+        )
+        if said is not None:
+            counts["counterfactual positive (evidence made to say it)"] += 1
+            rows.append(Row(h.text, said, 1, enc.dataset, enc.split, f"{h.kind}_said"))
     turn = random.Random(f"{enc.file}/{enc.key}/turned")  # the other draws stay as they were
     for s, ev in kept:
         if turn.random() < turned_share and (denied := negated_evidence(s, ev)):

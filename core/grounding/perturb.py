@@ -1011,6 +1011,11 @@ def _patient_to_relative(s: str, source: str, rng: random.Random, others: Sequen
     return f"{m.group(1)}{owner} {who}{rest}", tuple(x for x in said if x)
 
 
+def _lines_naming(source: str, words: Sequence[str]) -> list[str]:
+    """The source's lines (or sentences) that name any of ``words`` (lower case)."""
+    return [ln for ln in re.split(r"[\n.?!]", source) if any(w in ln.lower() for w in words)]
+
+
 def _drug_allergy(s: str, source: str, rng: random.Random, others: Sequence[str]) -> _Made:
     """A drug the patient takes turned into one they are allergic to, or the other way
     round ("He takes amoxicillin." <-> "He is allergic to amoxicillin.")."""
@@ -1050,7 +1055,7 @@ def _drug_allergy(s: str, source: str, rng: random.Random, others: Sequence[str]
         )
         return rng.choice((taken, started))
     drug = rng.choice(drugs)[1]
-    lines = [ln for ln in re.split(r"[\n.?!]", source) if drug in ln.lower()]
+    lines = _lines_naming(source, (drug,))
     if any(_REACTION_RE.search(ln) for ln in lines):
         return None  # the visit may say this drug does not agree with the patient
     form = rng.choice(("{w} is allergic to {d}.", "{w} has an allergy to {d}."))
@@ -1115,9 +1120,9 @@ _KIND_WORDS_RE = re.compile(
     r"reactions?|swelling|anaphylaxis|intoleran\w*)\b",
     re.I,
 )
+# a relative as a visit names one ("my mom", "my parents", "runs in the family")
 _KIN_RE = re.compile(
-    r"\b(?:mother|mom|father|dad|brothers?|sisters?|siblings?|parents?|family|grand\w+|aunts?|"
-    r"uncles?|sons?|daughters?|cousins?)\b",
+    r"\b(?:" + "|".join(_RELATIVES) + r"|mom|dad|siblings?|parents?|family|grand\w+|cousins?)s?\b",
     re.I,
 )
 _LABEL_FACT_WORDS = 6  # a listed fact, not a sentence that says its own kind
@@ -1142,7 +1147,7 @@ def _label_swap(s: str, source: str, rng: random.Random, others: Sequence[str]) 
     # that the patient may have it too)
     tie = _REACTION_RE if new in ("Allergies", "Medications") else _KIN_RE
     words = re.findall(r"[a-z]{4,}", body.lower())
-    lines = [ln for ln in re.split(r"[\n.?!]", source) if any(w in ln.lower() for w in words)]
+    lines = _lines_naming(source, words)
     ties = [bool(tie.search(ln)) for ln in lines]
     if any(ties) if new in ("Allergies", "Family history") else not all(ties):
         return None
