@@ -168,6 +168,22 @@ def train(
     return elapsed
 
 
+def pair_counts(
+    rows: list[dict[str, object]],
+) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """The training pairs counted by corpus, by corpus and label, and by kind (the kind of
+    hallucination of a negative, or how a positive came to be), each sorted by name: the
+    manifest that lets two trained versions be compared without their pairs."""
+    corpora: Counter[str] = Counter()
+    labels: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    for r in rows:
+        corpora[str(r["corpus"])] += 1
+        labels[f"{r['corpus']}:{r['label']}"] += 1
+        kinds[str(r["kind"])] += 1
+    return dict(sorted(corpora.items())), dict(sorted(labels.items())), dict(sorted(kinds.items()))
+
+
 def export(trained: Path, pairs: Path, *, seed: int, command: str) -> None:
     """Float16 safetensors of every weight but the word embeddings, and verifier.json."""
     import torch
@@ -189,11 +205,7 @@ def export(trained: Path, pairs: Path, *, seed: int, command: str) -> None:
         str(MODEL_DIR / WEIGHTS),
         metadata={"format": "pt", "base": "all-MiniLM-L6-v2", "dtype": "float16"},
     )
-    manifest: Counter[str] = Counter()
-    labels: Counter[str] = Counter()
-    for r in load_pairs(pairs, "train"):
-        manifest[str(r["corpus"])] += 1
-        labels[f"{r['corpus']}:{r['label']}"] += 1
+    manifest, labels, kinds = pair_counts(load_pairs(pairs, "train"))
     from core.grounding.splits import ACI_TRAIN, MTS_TRAIN
 
     files = {
@@ -214,8 +226,9 @@ def export(trained: Path, pairs: Path, *, seed: int, command: str) -> None:
             "command": command,
             "seed": seed,
             "seconds": float(seconds_file.read_text()) if seconds_file.exists() else None,
-            "train_pairs_by_corpus": dict(sorted(manifest.items())),
-            "train_pairs_by_label": dict(sorted(labels.items())),
+            "train_pairs_by_corpus": manifest,
+            "train_pairs_by_label": labels,
+            "train_pairs_by_kind": kinds,
             "clinical_files": {k: v for k, v in files.items() if k in manifest},
             "git_commit": _git_commit(),
         },

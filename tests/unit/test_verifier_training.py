@@ -619,3 +619,20 @@ def test_training_batches_are_banded_by_length_and_hold_every_pair_once() -> Non
     firsts = [lengths[b[0]] for b in batches]
     assert firsts != sorted(firsts)
     assert firsts != sorted(firsts, reverse=True)
+
+
+def test_the_manifest_counts_pairs_by_corpus_label_and_kind() -> None:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    import train_verifier
+
+    rows: list[dict[str, object]] = [
+        {"corpus": "mts", "label": 1, "kind": "reference"},
+        {"corpus": "mts", "label": 0, "kind": "negation"},
+        {"corpus": "aci", "label": 0, "kind": "negation"},
+        {"corpus": "aci", "label": 1, "kind": "negation_said"},
+    ]
+    corpora, labels, kinds = train_verifier.pair_counts(rows)
+    assert corpora == {"aci": 2, "mts": 2}
+    assert labels == {"aci:0": 1, "aci:1": 1, "mts:0": 1, "mts:1": 1}
+    assert kinds == {"negation": 2, "negation_said": 1, "reference": 1}
+    assert list(kinds) == sorted(kinds)
