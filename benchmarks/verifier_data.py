@@ -298,6 +298,22 @@ def statement_cosines(verifier: Any, statements: Sequence[str], evidence: Sequen
     return (vectors[: len(statements)] * vectors[len(statements) :]).sum(axis=1)
 
 
+def negative_rows(
+    h: Hallucination, evidence: str, enc: Encounter, draw: random.Random, counts: Counter[str]
+) -> list[Row]:
+    """A generated hallucination against its evidence (a negative) and, for
+    ``COUNTERFACTUAL_SHARE`` of them (drawn from ``draw``), the same statement against the
+    evidence changed to say it (a positive, kind ``<kind>_said``), where that can be made."""
+    rows = [Row(h.text, evidence, 0, enc.dataset, enc.split, h.kind)]
+    said = (
+        counterfactual_evidence(h, evidence, draw) if draw.random() < COUNTERFACTUAL_SHARE else None
+    )
+    if said is not None:
+        counts["counterfactual positive (evidence made to say it)"] += 1
+        rows.append(Row(h.text, said, 1, enc.dataset, enc.split, f"{h.kind}_said"))
+    return rows
+
+
 def encounter_rows(
     enc: Encounter,
     verifier: Any,
@@ -343,13 +359,7 @@ def encounter_rows(
         if h.kind == "other_visit" and novelty(h.text, [ev]) < 0.3:
             counts["foreign sentence dropped (the visit says it too)"] += 1
             continue
-        rows.append(Row(h.text, ev, 0, enc.dataset, enc.split, h.kind))
-        said = (
-            counterfactual_evidence(h, ev, flip) if flip.random() < COUNTERFACTUAL_SHARE else None
-        )
-        if said is not None:
-            counts["counterfactual positive (evidence made to say it)"] += 1
-            rows.append(Row(h.text, said, 1, enc.dataset, enc.split, f"{h.kind}_said"))
+        rows += negative_rows(h, ev, enc, flip, counts)
     # every fact under a label also under the label of another kind, where it can be made
     # (one kind drawn among many is too seldom this one), and as often said as the rest
     swap = random.Random(f"{enc.file}/{enc.key}/label_swap")  # the other draws stay as they were
@@ -363,13 +373,7 @@ def encounter_rows(
     swap_evidence = verifier.evidence_texts([h.text for h in swapped], source) if swapped else []
     for h, ev in zip(swapped, swap_evidence, strict=True):
         counts["fact under another label (every one)"] += 1
-        rows.append(Row(h.text, ev, 0, enc.dataset, enc.split, h.kind))
-        said = (
-            counterfactual_evidence(h, ev, swap) if swap.random() < COUNTERFACTUAL_SHARE else None
-        )
-        if said is not None:
-            counts["counterfactual positive (evidence made to say it)"] += 1
-            rows.append(Row(h.text, said, 1, enc.dataset, enc.split, f"{h.kind}_said"))
+        rows += negative_rows(h, ev, enc, swap, counts)
     turn = random.Random(f"{enc.file}/{enc.key}/turned")  # the other draws stay as they were
     for s, ev in kept:
         if turn.random() < turned_share and (denied := negated_evidence(s, ev)):
