@@ -16,6 +16,9 @@ from core.grounding.perturb import KINDS, hallucinate, negated, negation_cue
 from core.grounding.splits import ACI_TEST, MTS_TEST, MTS_TRAIN, split_of
 from core.grounding.support import novelty, unsupported_words
 
+# the benchmark scripts that build, train and fit the model, imported where a test needs one
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+
 
 @pytest.mark.parametrize("name", ACI_TEST)
 def test_aci_test_files_are_test(name: str) -> None:
@@ -211,7 +214,6 @@ def test_novelty_is_zero_for_a_repeat_and_one_for_an_invention() -> None:
 
 
 def _verifier_data():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     import verifier_data
 
     return verifier_data
@@ -444,7 +446,6 @@ def test_a_combination_combine_would_misread_is_refused_by_name() -> None:
 
 
 def test_boosted_stumps_bend_where_the_data_bends_and_keep_each_signals_sign() -> None:
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from fit_verifier import monotone_stumps
 
     rng = np.random.default_rng(0)
@@ -478,7 +479,6 @@ def test_boosted_stumps_bend_where_the_data_bends_and_keep_each_signals_sign() -
 
 
 def test_only_a_family_that_rarely_fires_on_real_sentences_vetoes() -> None:
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from fit_verifier import vetoes
 
     def row(label: int, group: str = "aci", **signals: float) -> dict[str, object]:
@@ -597,7 +597,6 @@ def test_what_once_was_so_is_said_to_be_so_now_and_back(statement: str, turned: 
 
 
 def test_training_batches_are_banded_by_length_and_hold_every_pair_once() -> None:
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     import train_verifier
 
     rng = random.Random(2)
@@ -622,7 +621,6 @@ def test_training_batches_are_banded_by_length_and_hold_every_pair_once() -> Non
 
 
 def test_the_manifest_counts_pairs_by_corpus_label_and_kind() -> None:
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     import train_verifier
 
     rows: list[dict[str, object]] = [
