@@ -280,6 +280,12 @@ def main() -> None:
         default=0.0,
         help="passed to verifier_data.py: share of positives that also yield a changed specific",
     )
+    parser.add_argument(
+        "--tie-share",
+        type=float,
+        default=1.0,
+        help="passed to verifier_data.py: scales how often facts are tied wrongly (1: as weighted)",
+    )
     args = parser.parse_args()
     stages = args.stages.split(",")
     # which stages run does not change what comes out
@@ -302,6 +308,8 @@ def main() -> None:
                 *(["--both-turned"] if args.both_turned else []),
                 "--specifics-share",
                 str(args.specifics_share),
+                "--tie-share",
+                str(args.tie_share),
             ],
             check=True,
         )

@@ -103,6 +103,9 @@ KIND_WEIGHTS = {
     "past_current": 5.0,  # only of a sentence that says when: seldom possible
     "label_swap": 6.0,  # only of a short fact under a label: seldom possible
 }
+# The kinds whose words the visit says, tied wrongly: whose fact, what kind of fact, under
+# which label (:attr:`Recipe.tie_share` scales how often they are drawn).
+TIE_KINDS = ("patient_to_relative", "drug_allergy", "past_current", "label_swap")
 # MTS-Dialog's section headers that name a kind of fact, in spellings a note labels them by
 # (core.text.fact_label reads each back to one). A share of those sections is read under a
 # label, as LLM summaries write them ("Allergies: penicillin."), so that the model learns
@@ -119,6 +122,30 @@ _LABEL_LAYOUTS = ("{l}: {t}", "{l}:\n{t}", "## {l}\n\n{t}", "**{l}:** {t}", "{L}
 
 
 Item = tuple[str, str | None, str]  # (statement, kind of hallucination or None, original)
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """What the clinical pairs hold besides positives and one or two generated negatives of
+    each; the defaults are what ``verifier_data.py`` builds with no options.
+
+    ``turned_share``: that share of the positives also against their evidence turned round
+    (:func:`negated_evidence`), as negatives; with ``both_turned``, the statement turned round
+    against that evidence too, as a positive (:func:`negated_statement_and_evidence`).
+    ``specifics_share``: that share of the positives also yields a changed specific and its
+    counterpart (:func:`specific_rows`). ``tie_share``: the weights of :data:`TIE_KINDS` and
+    the share of encounters whose every fact under a label is also swapped to another label
+    (1: as many as :data:`KIND_WEIGHTS` says, 0: none)."""
+
+    turned_share: float = 0.0
+    both_turned: bool = False
+    specifics_share: float = 0.0
+    tie_share: float = 1.0
+
+    def kind_weights(self) -> dict[str, float]:
+        """:data:`KIND_WEIGHTS`, those of :data:`TIE_KINDS` scaled by ``tie_share``."""
+        scale = dict.fromkeys(TIE_KINDS, self.tie_share)
+        return {k: w * scale.get(k, 1.0) for k, w in KIND_WEIGHTS.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,11 +299,14 @@ def note_statements(note: str) -> list[str]:
     return [s.text.strip() for s in split_statements(note) if long_enough(s.text.strip())]
 
 
-def _choose(options: Sequence[Any], rng: random.Random, n: int) -> list[Any]:
+def _choose(
+    options: Sequence[Any], rng: random.Random, n: int, kind_weights: dict[str, float] | None = None
+) -> list[Any]:
     pool = list(options)
     chosen = []
+    by_kind = KIND_WEIGHTS if kind_weights is None else kind_weights
     for _ in range(min(n, len(pool))):
-        weights = [KIND_WEIGHTS.get(h.kind, 1.0) for h in pool]
+        weights = [by_kind.get(h.kind, 1.0) for h in pool]
         pick = rng.choices(range(len(pool)), weights=weights)[0]
         chosen.append(pool.pop(pick))
     return chosen
@@ -320,15 +350,10 @@ def encounter_rows(
     rng: random.Random,
     foreign: Sequence[str],
     counts: Counter[str],
-    turned_share: float = 0.0,
-    both_turned: bool = False,
-    specifics_share: float = 0.0,
+    recipe: Recipe = Recipe(),
 ) -> list[Row]:
-    """Positives, generated negatives, a foreign sentence and an off-passage pair; with
-    ``specifics_share``, more changed specifics (:func:`specific_rows`); with
-    ``turned_share``, that share of the positives also against their evidence turned round
-    (:func:`negated_evidence`), as negatives, and with ``both_turned`` the statement turned
-    round against that evidence as a positive (:func:`negated_statement_and_evidence`)."""
+    """Positives, generated negatives, a foreign sentence and an off-passage pair, and what
+    the ``recipe`` adds (:class:`Recipe`)."""
     from core.grounding import SourceChunk
     from core.grounding.support import novelty
     from core.text import split_label
@@ -349,7 +374,8 @@ def encounter_rows(
     negatives: list[Hallucination] = []
     for s, _ in kept:
         made = hallucinate(s, enc.dialogue, rng, others=statements)
-        negatives.extend(_choose(made, rng, 2 if rng.random() < 0.3 else 1))
+        n = 2 if rng.random() < 0.3 else 1
+        negatives.extend(_choose(made, rng, n, recipe.kind_weights()))
     for s in rng.sample(list(foreign), min(len(foreign), 1 + len(kept) // 6)):
         negatives.append(Hallucination("other_visit", s, ""))
     neg_evidence = verifier.evidence_texts([h.text for h in negatives], source) if negatives else []
@@ -364,9 +390,10 @@ def encounter_rows(
     # (one kind drawn among many is too seldom this one), and as often said as the rest
     swap = random.Random(f"{enc.file}/{enc.key}/label_swap")  # the other draws stay as they were
     drawn = {(h.original, h.kind) for h in negatives}
+    swapping = recipe.tie_share >= 1 or swap.random() < recipe.tie_share
     swapped = [
         h
-        for s, _ in kept
+        for s, _ in (kept if swapping else [])
         if (s, "label_swap") not in drawn
         for h in hallucinate(s, enc.dialogue, swap, kinds=("label_swap",))
     ]
@@ -376,13 +403,13 @@ def encounter_rows(
         rows += negative_rows(h, ev, enc, swap, counts)
     turn = random.Random(f"{enc.file}/{enc.key}/turned")  # the other draws stay as they were
     for s, ev in kept:
-        if turn.random() < turned_share and (denied := negated_evidence(s, ev)):
+        if turn.random() < recipe.turned_share and (denied := negated_evidence(s, ev)):
             counts["evidence turned round (negative)"] += 1
             rows.append(Row(s, denied, 0, enc.dataset, enc.split, "evidence_negated"))
             # and the statement turned round too, where both turn the same words: the
             # evidence turned round says it (the four readings of one fact, so that neither
             # how the statement reads nor how the evidence reads tells the label)
-            both = negated_statement_and_evidence(s, ev) if both_turned else None
+            both = negated_statement_and_evidence(s, ev) if recipe.both_turned else None
             if both is not None:
                 counts["statement and evidence turned round (positive)"] += 1
                 rows.append(Row(both[0], both[1], 1, enc.dataset, enc.split, "negation_said"))
@@ -391,8 +418,8 @@ def encounter_rows(
         other = [r.evidence for r in rows if r.evidence != ev and novelty(s, [r.evidence]) > 0.6]
         if other:
             rows.append(Row(s, rng.choice(other), 0, enc.dataset, enc.split, "off_passage"))
-    if specifics_share > 0:
-        rows += specific_rows(enc, statements, kept, specifics_share, counts)
+    if recipe.specifics_share > 0:
+        rows += specific_rows(enc, statements, kept, recipe.specifics_share, counts)
     return rows
 
 
@@ -616,20 +643,11 @@ def build(
     augmented_share: float,
     general_limit: int,
     parts: Sequence[str],
-    turned_share: float = 0.0,
-    both_turned: bool = False,
-    specifics_share: float = 0.0,
+    recipe: Recipe = Recipe(),
 ) -> Iterator[Row]:
     """Every pair of the chosen ``parts``: clinical, then MedHallu, then the general corpora."""
     if "clinical" in parts:
-        yield from clinical_rows(
-            data,
-            seed=seed,
-            augmented_share=augmented_share,
-            turned_share=turned_share,
-            both_turned=both_turned,
-            specifics_share=specifics_share,
-        )
+        yield from clinical_rows(data, seed=seed, augmented_share=augmented_share, recipe=recipe)
     if "medhallu" in parts:
         yield from medhallu_rows(data, _verifier())
     if "general" in parts:
@@ -654,9 +672,7 @@ def clinical_rows(
     *,
     seed: int,
     augmented_share: float,
-    turned_share: float = 0.0,
-    both_turned: bool = False,
-    specifics_share: float = 0.0,
+    recipe: Recipe = Recipe(),
 ) -> Iterator[Row]:
     """The pairs of every ACI-Bench, MTS-Dialog and PriMock57 train/dev encounter."""
 
@@ -673,9 +689,7 @@ def clinical_rows(
         group = [e for e in by_header[(enc.split, enc.header or enc.dataset)] if e.key != enc.key]
         others = rng.sample(group, min(3, len(group)))
         foreign = [s for o in others for s in note_statements(o.note)]
-        yield from encounter_rows(
-            enc, verifier, rng, foreign, counts, turned_share, both_turned, specifics_share
-        )
+        yield from encounter_rows(enc, verifier, rng, foreign, counts, recipe)
         if n % 200 == 0:
             print(f"  clinical encounters {n}/{len(encounters)}", file=sys.stderr, flush=True)
     for key, value in counts.items():
@@ -705,6 +719,12 @@ def main() -> None:
         default=0.0,
         help="share of positives that also yield a changed specific and its counterpart",
     )
+    parser.add_argument(
+        "--tie-share",
+        type=float,
+        default=1.0,
+        help="scales how often facts are tied wrongly: whose fact, what kind, which label",
+    )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     counts: Counter[tuple[str, str, int]] = Counter()
@@ -716,9 +736,12 @@ def main() -> None:
             augmented_share=args.augmented_share,
             general_limit=args.general_limit,
             parts=args.parts.split(","),
-            turned_share=args.evidence_negation_share,
-            both_turned=args.both_turned,
-            specifics_share=args.specifics_share,
+            recipe=Recipe(
+                turned_share=args.evidence_negation_share,
+                both_turned=args.both_turned,
+                specifics_share=args.specifics_share,
+                tie_share=args.tie_share,
+            ),
         ):
             assert row.split in ("train", "dev"), row.split
             fh.write(json.dumps(asdict(row), ensure_ascii=False) + "\n")

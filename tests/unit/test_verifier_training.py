@@ -359,6 +359,24 @@ def test_changed_specifics_come_in_pairs_that_differ_in_the_specific_alone() -> 
     assert vd.note_passage(statements, 1) == " ".join(statements)
 
 
+def test_the_tie_share_scales_only_the_kinds_that_tie_a_said_fact_wrongly() -> None:
+    vd = _verifier_data()
+    assert vd.Recipe().kind_weights() == vd.KIND_WEIGHTS  # the default draws as weighted
+    third = vd.Recipe(tie_share=1 / 3).kind_weights()
+    for kind, weight in vd.KIND_WEIGHTS.items():
+        expected = weight / 3 if kind in vd.TIE_KINDS else weight
+        assert third[kind] == pytest.approx(expected), kind
+    assert set(vd.TIE_KINDS) <= set(KINDS)  # each one a kind the generator makes
+    # with none of them, a fact that could be put under another label never is
+    dialogue = "Doctor: Any allergies? Patient: Penicillin gives me a rash."
+    made = hallucinate("Allergies: penicillin.", dialogue, random.Random(1))
+    assert "label_swap" in {h.kind for h in made}
+    none = vd.Recipe(tie_share=0.0).kind_weights()
+    picks = {h.kind for n in range(50) for h in vd._choose(made, random.Random(n), 1, none)}
+    assert picks
+    assert "label_swap" not in picks
+
+
 def test_counterfactual_lines_follow_the_transcript_style() -> None:
     vd = _verifier_data()
     line = "Doctor: Any family history? Patient: Yes, my mother had COPD."
