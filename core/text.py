@@ -454,12 +454,15 @@ def _segments(text: str) -> list[tuple[int, int, str | None]]:
 
     Each range comes with the kind of fact its label names (:func:`fact_label`): its own
     ("Allergies: penicillin"), or that of the title it comes under ("## Allergies", a line
-    "ALLERGIES" or "**Allergies:**"), up to the next title."""
+    "ALLERGIES" or "**Allergies:**"), up to the next title; a title over a list reaches no
+    further than the list: prose after it, past a blank line, is not the list's."""
     segments: list[tuple[int, int, str | None]] = []
     current: list[int] | None = None
     pos = 0
     previous = ""
     scope: str | None = None  # the kind of fact the last title named
+    scope_lists: bool | None = None  # whether the units under it so far are all list items
+    blank = False  # a blank line since the last unit started
     label: str | None = None  # that of the unit being read
     lines = text.splitlines(keepends=True)
     rules = {  # a table's rule: read only where a line has both of its marks
@@ -477,6 +480,7 @@ def _segments(text: str) -> list[tuple[int, int, str | None]]:
             if current:  # a blank line ends a unit; a table's rule and column names are skipped
                 segments.append((current[0], current[1], label))
             current = None
+            blank = blank or not body.strip()
             continue
         if row is not None:
             if current:
@@ -514,7 +518,7 @@ def _segments(text: str) -> list[tuple[int, int, str | None]]:
             if current:
                 segments.append((current[0], current[1], label))
             current = None
-            scope = fact_label(text[content_start : line_start + len(body)])
+            scope, scope_lists = fact_label(text[content_start : line_start + len(body)]), None
             continue
         line_end = line_start + len(body)
         if content_start >= line_end or not text[content_start:line_end].strip():
@@ -522,12 +526,19 @@ def _segments(text: str) -> list[tuple[int, int, str | None]]:
                 segments.append((current[0], current[1], label))
             current = None
             if header:  # a label alone on its line ("Allergies:") titles what follows
-                scope = own
+                scope, scope_lists = own, None
             continue
         if new_unit or ends_previous or current is None:
             if current:
                 segments.append((current[0], current[1], label))
             current = [content_start, line_end]
+            listed = _BULLET_RE.match(body) is not None
+            if header is None and scope is not None:
+                if blank and scope_lists and not listed:
+                    scope = None  # prose after a titled list, past a blank line
+                else:
+                    scope_lists = listed and scope_lists is not False
+            blank = False
             label = own if header is not None else scope
         else:
             current[1] = line_end

@@ -168,6 +168,24 @@ def test_a_label_that_names_a_kind_of_fact_is_part_of_each_statement_under_it() 
     assert texts(split_sentences(LABELLED_SUMMARY))[0] == "amoxicillin."
 
 
+def test_a_title_over_a_list_reaches_no_further_than_the_list() -> None:
+    text = (
+        "Allergies:\n\n- Penicillin\n\n- Sulfa\n\nHe was advised to return in two weeks.\n\n"
+        "MEDICATIONS\n\nHe takes metformin.\n\nHe also takes lisinopril.\n\n"
+        "## Family history\n\n- Mother: diabetes\n- Father: stroke\n\n1. Uncle: asthma"
+    )
+    assert statements_of(text) == [
+        "Allergies: Penicillin",  # a blank line between the items keeps the list's title
+        "Allergies: Sulfa",
+        "He was advised to return in two weeks.",  # prose after the list is not the list's
+        "Medications: He takes metformin.",  # paragraphs under a title stay under it
+        "Medications: He also takes lisinopril.",
+        "Family history: Mother: diabetes",
+        "Family history: Father: stroke",
+        "Family history: Uncle: asthma",  # a numbered list is a list too
+    ]
+
+
 def test_labels_in_html_carry_to_their_items() -> None:
     text = "<h3>Allergies</h3><ul><li>Penicillin (hives)</li><li>Sulfa</li></ul><p>Plan: rest</p>"
     assert [s.text for s in split_statements(text)] == [
