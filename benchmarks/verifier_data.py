@@ -49,7 +49,7 @@ import random
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -300,13 +300,15 @@ def note_statements(note: str) -> list[str]:
 
 
 def _choose(
-    options: Sequence[Any], rng: random.Random, n: int, kind_weights: dict[str, float] | None = None
+    options: Sequence[Any],
+    rng: random.Random,
+    n: int,
+    kind_weights: Mapping[str, float] = KIND_WEIGHTS,
 ) -> list[Any]:
     pool = list(options)
     chosen = []
-    by_kind = KIND_WEIGHTS if kind_weights is None else kind_weights
     for _ in range(min(n, len(pool))):
-        weights = [by_kind.get(h.kind, 1.0) for h in pool]
+        weights = [kind_weights.get(h.kind, 1.0) for h in pool]
         pick = rng.choices(range(len(pool)), weights=weights)[0]
         chosen.append(pool.pop(pick))
     return chosen
@@ -372,10 +374,10 @@ def encounter_rows(
         counts["positive kept"] += 1
         kept.append((s, ev))
     negatives: list[Hallucination] = []
+    kind_weights = recipe.kind_weights()
     for s, _ in kept:
         made = hallucinate(s, enc.dialogue, rng, others=statements)
-        n = 2 if rng.random() < 0.3 else 1
-        negatives.extend(_choose(made, rng, n, recipe.kind_weights()))
+        negatives.extend(_choose(made, rng, 2 if rng.random() < 0.3 else 1, kind_weights))
     for s in rng.sample(list(foreign), min(len(foreign), 1 + len(kept) // 6)):
         negatives.append(Hallucination("other_visit", s, ""))
     neg_evidence = verifier.evidence_texts([h.text for h in negatives], source) if negatives else []
