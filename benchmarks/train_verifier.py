@@ -11,7 +11,11 @@ from the installed MiniLM). Stages, each resumable:
 1. ``pairs``: build the pairs (``build/verifier/pairs.jsonl``) unless they exist;
 2. ``train``: fine-tune, checkpoints in ``build/verifier/checkpoints``;
 3. ``export``: the weights as float16 safetensors and ``verifier.json`` (settings, training
-   manifest) into ``core/data/verifier/``.
+   manifest) into ``core/data/verifier/``. With ``--average-with DIR`` (an exported model's
+   folder, e.g. a copy of ``core/data/verifier/`` made before training), the weights written
+   are the uniform average of the trained model's and DIR's (``--average-share``: DIR's
+   share), a "model soup": both must be fine-tuned from the same start (the same MiniLM and
+   the same seed, which draws the classifier head's first weights).
 
 The calibration and the combination with the rule signals are fitted afterwards on dev rows
 by ``fit_verifier.py``.
@@ -184,8 +188,38 @@ def pair_counts(
     return dict(sorted(corpora.items())), dict(sorted(labels.items())), dict(sorted(kinds.items()))
 
 
-def export(trained: Path, pairs: Path, *, seed: int, command: str) -> None:
-    """Float16 safetensors of every weight but the word embeddings, and verifier.json."""
+def averaged(state: dict[str, Any], other: dict[str, Any], share: float) -> dict[str, Any]:
+    """``state``'s weights moved ``share`` of the way to ``other``'s (float32), for weights
+    that both models hold with one shape; anything else is an error naming the weight."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"the average's share must lie in [0, 1], not {share}")
+    keys = {k for k in state if "position_ids" not in k}
+    theirs = {k for k in other if "position_ids" not in k}
+    if keys != theirs:
+        raise ValueError(
+            f"the two models hold different weights: {sorted(keys ^ theirs)[:5]} (first 5)"
+        )
+    out = {}
+    for k in sorted(keys):
+        if state[k].shape != other[k].shape:
+            raise ValueError(
+                f"weight {k}: shape {tuple(state[k].shape)} against {tuple(other[k].shape)}"
+            )
+        out[k] = (1.0 - share) * state[k].float() + share * other[k].float()
+    return out
+
+
+def export(
+    trained: Path,
+    pairs: Path,
+    *,
+    seed: int,
+    command: str,
+    average_with: Path | None = None,
+    average_share: float = 0.5,
+) -> None:
+    """Float16 safetensors of every weight but the word embeddings, and verifier.json;
+    with ``average_with``, the weights averaged with that exported model's (:func:`averaged`)."""
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -199,6 +233,13 @@ def export(trained: Path, pairs: Path, *, seed: int, command: str) -> None:
 
     state = load_file(str(trained / "model.safetensors"))
     words = state.pop(WORD_EMBEDDINGS)
+    average: dict[str, Any] | None = None
+    if average_with is not None:
+        state = averaged(state, load_file(str(average_with / WEIGHTS)), average_share)
+        their_settings = json.loads((average_with / SETTINGS).read_text())
+        if their_settings.get("embedding_checksum") != embedding_checksum(words):
+            raise ValueError(f"{average_with} was trained on other word embeddings")
+        average = {"share": average_share, "with": their_settings.get("training")}
     MODEL_DIR.mkdir(parents=True, exist_ok=True)
     save_file(
         {k: v.to(torch.float16).contiguous() for k, v in state.items() if "position_ids" not in k},
@@ -233,6 +274,10 @@ def export(trained: Path, pairs: Path, *, seed: int, command: str) -> None:
             "git_commit": _git_commit(),
         },
     }
+    if average is not None:
+        settings["averaged_with"] = average
+    else:
+        settings.pop("averaged_with", None)
     (MODEL_DIR / SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
     size = (MODEL_DIR / WEIGHTS).stat().st_size / 1e6
     print(f"exported {WEIGHTS} ({size:.1f} MB) and {SETTINGS} to {MODEL_DIR}")
@@ -286,6 +331,19 @@ def main() -> None:
         default=1.0,
         help="passed to verifier_data.py: scales how often facts are tied wrongly (1: as weighted)",
     )
+    parser.add_argument(
+        "--average-with",
+        type=Path,
+        default=None,
+        help="export: average the trained weights with this exported model's folder "
+        "(model.safetensors and verifier.json), fine-tuned from the same start",
+    )
+    parser.add_argument(
+        "--average-share",
+        type=float,
+        default=0.5,
+        help="export: the --average-with model's share of the average (0.5: uniform)",
+    )
     args = parser.parse_args()
     stages = args.stages.split(",")
     # which stages run does not change what comes out
@@ -327,7 +385,14 @@ def main() -> None:
         )
         print(f"trained in {seconds / 60:.1f} min")
     if "export" in stages:
-        export(trained, args.pairs, seed=args.seed, command=command)
+        export(
+            trained,
+            args.pairs,
+            seed=args.seed,
+            command=command,
+            average_with=args.average_with,
+            average_share=args.average_share,
+        )
 
 
 if __name__ == "__main__":
