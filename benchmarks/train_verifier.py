@@ -17,8 +17,9 @@ from the installed MiniLM). Stages, each resumable:
    share), a "model soup": both must be fine-tuned from the same start (the same MiniLM and
    the same seed, which draws the classifier head's first weights).
 
-The calibration and the combination with the rule signals are fitted afterwards on dev rows
-by ``fit_verifier.py``.
+``--work`` puts the pairs, checkpoints and model in another folder than ``build/verifier``
+(e.g. one per run to be averaged later). The calibration and the combination with the rule
+signals are fitted afterwards on dev rows by ``fit_verifier.py``.
 
     python benchmarks/train_verifier.py --data ../shared/data [--stages pairs,train,export]
 """
@@ -110,9 +111,12 @@ def train(
     batch: int,
     banded: bool = False,
     max_steps: int = -1,
+    head_seed: int | None = None,
 ) -> float:
     """Fine-tune and save the model to ``out``; returns the training time in seconds.
-    ``banded``: batches of pairs of about one length (:func:`length_bands`)."""
+    ``banded``: batches of pairs of about one length (:func:`length_bands`). ``head_seed``
+    (default ``seed``) draws the classifier head's first weights, the one part of the model
+    that does not come from MiniLM; ``seed`` draws everything else."""
     import torch
     from datasets import Dataset
     from sentence_transformers.cross_encoder import (
@@ -125,7 +129,7 @@ def train(
     from core.backends.embedder import default_model_path, resolve_precision
 
     random.seed(seed)
-    torch.manual_seed(seed)
+    torch.manual_seed(seed if head_seed is None else head_seed)
     from core.grounding.learned import model_inputs
 
     rows = load_pairs(pairs, "train")
@@ -139,6 +143,7 @@ def train(
         }
     )
     model = CrossEncoder(default_model_path(), num_labels=1, max_length=MAX_LENGTH, device="cpu")
+    torch.manual_seed(seed)  # the trainer seeds itself too; this keeps the two draws apart
     model.model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     args = CrossEncoderTrainingArguments(
         output_dir=str(out.parent / "checkpoints"),
@@ -214,6 +219,7 @@ def export(
     pairs: Path,
     *,
     seed: int,
+    head_seed: int,
     command: str,
     average_with: Path | None = None,
     average_share: float = 0.5,
@@ -266,6 +272,7 @@ def export(
         "training": {
             "command": command,
             "seed": seed,
+            "head_seed": head_seed,
             "seconds": float(seconds_file.read_text()) if seconds_file.exists() else None,
             "train_pairs_by_corpus": manifest,
             "train_pairs_by_label": labels,
@@ -295,7 +302,21 @@ def _git_commit() -> str | None:
 def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--stages", default="pairs,train,export")
-    parser.add_argument("--pairs", type=Path, default=WORK / "pairs.jsonl")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=WORK,
+        help="folder of the pairs (unless --pairs), checkpoints and trained model "
+        "(default build/verifier; a run resumes from the checkpoints it finds there)",
+    )
+    parser.add_argument("--pairs", type=Path, default=None, help="default: WORK/pairs.jsonl")
+    parser.add_argument(
+        "--head-seed",
+        type=int,
+        default=None,
+        help="seed of the classifier head's first weights (default: --seed); runs to be "
+        "averaged (--average-with) need one",
+    )
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--batch", type=int, default=32)
@@ -345,6 +366,9 @@ def main() -> None:
         help="export: the --average-with model's share of the average (0.5: uniform)",
     )
     args = parser.parse_args()
+    if args.pairs is None:
+        args.pairs = args.work / "pairs.jsonl"
+    head_seed = args.seed if args.head_seed is None else args.head_seed
     stages = args.stages.split(",")
     # which stages run does not change what comes out
     given = re.sub(r"\s*--stages[ =]\S+", "", " ".join(sys.argv[1:]))
@@ -371,7 +395,7 @@ def main() -> None:
             ],
             check=True,
         )
-    trained = WORK / "model"
+    trained = args.work / "model"
     if "train" in stages:
         seconds = train(
             args.pairs,
@@ -382,6 +406,7 @@ def main() -> None:
             batch=args.batch,
             banded=args.banded,
             max_steps=args.max_steps,
+            head_seed=head_seed,
         )
         print(f"trained in {seconds / 60:.1f} min")
     if "export" in stages:
@@ -389,6 +414,7 @@ def main() -> None:
             trained,
             args.pairs,
             seed=args.seed,
+            head_seed=head_seed,
             command=command,
             average_with=args.average_with,
             average_share=args.average_share,
