@@ -11,11 +11,11 @@ from the installed MiniLM). Stages, each resumable:
 1. ``pairs``: build the pairs (``build/verifier/pairs.jsonl``) unless they exist;
 2. ``train``: fine-tune, checkpoints in ``build/verifier/checkpoints``;
 3. ``export``: the weights as float16 safetensors and ``verifier.json`` (settings, training
-   manifest) into ``core/data/verifier/``. With ``--average-with DIR`` (an exported model's
-   folder, e.g. a copy of ``core/data/verifier/`` made before training), the weights written
-   are the uniform average of the trained model's and DIR's (``--average-share``: DIR's
-   share), a "model soup": both must be fine-tuned from the same start (the same MiniLM and
-   the same seed, which draws the classifier head's first weights).
+   manifest) into ``core/data/verifier/``. With ``--average-with DIR [DIR ...]`` (exported models'
+   folders, e.g. a copy of ``core/data/verifier/`` made before training), the weights written
+   are the uniform average of the trained model's and theirs, a "model soup": all must be
+   fine-tuned from the same start (the same MiniLM and the same ``--head-seed``, which draws
+   the classifier head's first weights).
 
 ``--work`` puts the pairs, checkpoints and model in another folder than ``build/verifier``
 (e.g. one per run to be averaged later). The calibration and the combination with the rule
@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -193,25 +193,24 @@ def pair_counts(
     return dict(sorted(corpora.items())), dict(sorted(labels.items())), dict(sorted(kinds.items()))
 
 
-def averaged(state: dict[str, Any], other: dict[str, Any], share: float) -> dict[str, Any]:
-    """``state``'s weights moved ``share`` of the way to ``other``'s (float32), for weights
-    that both models hold with one shape; anything else is an error naming the weight."""
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"the average's share must lie in [0, 1], not {share}")
-    keys = {k for k in state if "position_ids" not in k}
-    theirs = {k for k in other if "position_ids" not in k}
-    if keys != theirs:
-        raise ValueError(
-            f"the two models hold different weights: {sorted(keys ^ theirs)[:5]} (first 5)"
-        )
-    out = {}
-    for k in sorted(keys):
-        if state[k].shape != other[k].shape:
+def averaged(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The uniform average (float32) of models' weights, weight by weight; a weight that not
+    all of them hold, or hold with one shape, is an error naming it."""
+    if not states:
+        raise ValueError("no models to average")
+    keys = {k for k in states[0] if "position_ids" not in k}
+    for other in states[1:]:
+        theirs = {k for k in other if "position_ids" not in k}
+        if keys != theirs:
             raise ValueError(
-                f"weight {k}: shape {tuple(state[k].shape)} against {tuple(other[k].shape)}"
+                f"the models hold different weights: {sorted(keys ^ theirs)[:5]} (first 5)"
             )
-        out[k] = (1.0 - share) * state[k].float() + share * other[k].float()
-    return out
+        for k in keys:
+            if other[k].shape != states[0][k].shape:
+                raise ValueError(
+                    f"weight {k}: shape {tuple(states[0][k].shape)} against {tuple(other[k].shape)}"
+                )
+    return {k: sum(st[k].float() for st in states) / len(states) for k in sorted(keys)}
 
 
 def export(
@@ -221,11 +220,10 @@ def export(
     seed: int,
     head_seed: int,
     command: str,
-    average_with: Path | None = None,
-    average_share: float = 0.5,
+    average_with: Sequence[Path] = (),
 ) -> None:
     """Float16 safetensors of every weight but the word embeddings, and verifier.json;
-    with ``average_with``, the weights averaged with that exported model's (:func:`averaged`)."""
+    with ``average_with``, the weights averaged with those exported models' (:func:`averaged`)."""
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -239,13 +237,14 @@ def export(
 
     state = load_file(str(trained / "model.safetensors"))
     words = state.pop(WORD_EMBEDDINGS)
-    average: dict[str, Any] | None = None
-    if average_with is not None:
-        state = averaged(state, load_file(str(average_with / WEIGHTS)), average_share)
-        their_settings = json.loads((average_with / SETTINGS).read_text())
+    average: list[Any] = []
+    for folder in average_with:
+        their_settings = json.loads((folder / SETTINGS).read_text())
         if their_settings.get("embedding_checksum") != embedding_checksum(words):
-            raise ValueError(f"{average_with} was trained on other word embeddings")
-        average = {"share": average_share, "with": their_settings.get("training")}
+            raise ValueError(f"{folder} was trained on other word embeddings")
+        average.append(their_settings.get("training"))
+    if average_with:
+        state = averaged([state, *(load_file(str(f / WEIGHTS)) for f in average_with)])
     MODEL_DIR.mkdir(parents=True, exist_ok=True)
     save_file(
         {k: v.to(torch.float16).contiguous() for k, v in state.items() if "position_ids" not in k},
@@ -281,7 +280,7 @@ def export(
             "git_commit": _git_commit(),
         },
     }
-    if average is not None:
+    if average:
         settings["averaged_with"] = average
     else:
         settings.pop("averaged_with", None)
@@ -355,15 +354,10 @@ def main() -> None:
     parser.add_argument(
         "--average-with",
         type=Path,
-        default=None,
-        help="export: average the trained weights with this exported model's folder "
-        "(model.safetensors and verifier.json), fine-tuned from the same start",
-    )
-    parser.add_argument(
-        "--average-share",
-        type=float,
-        default=0.5,
-        help="export: the --average-with model's share of the average (0.5: uniform)",
+        nargs="+",
+        default=[],
+        help="export: the uniform average of the trained weights and these exported models' "
+        "folders (model.safetensors and verifier.json), fine-tuned from the same start",
     )
     args = parser.parse_args()
     if args.pairs is None:
@@ -417,7 +411,6 @@ def main() -> None:
             head_seed=head_seed,
             command=command,
             average_with=args.average_with,
-            average_share=args.average_share,
         )
 
 

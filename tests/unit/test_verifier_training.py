@@ -654,26 +654,27 @@ def test_the_manifest_counts_pairs_by_corpus_label_and_kind() -> None:
     assert list(kinds) == sorted(kinds)
 
 
-def test_two_models_are_averaged_weight_by_weight_and_mismatches_are_named() -> None:
+def test_models_are_averaged_weight_by_weight_and_mismatches_are_named() -> None:
     import torch
     import train_verifier
 
     ones = {"a.weight": torch.ones(2, 3), "b.bias": torch.zeros(4)}
     other = {"a.weight": torch.full((2, 3), 3.0, dtype=torch.float16), "b.bias": torch.ones(4)}
-    half = train_verifier.averaged(ones, other, 0.5)
+    half = train_verifier.averaged([ones, other])
     assert torch.equal(half["a.weight"], torch.full((2, 3), 2.0))
     assert torch.equal(half["b.bias"], torch.full((4,), 0.5))
     assert half["a.weight"].dtype == torch.float32  # averaged in full precision
-    assert torch.equal(train_verifier.averaged(ones, other, 0.0)["a.weight"], ones["a.weight"])
-    quarter = train_verifier.averaged(ones, other, 0.25)
-    assert torch.allclose(quarter["b.bias"], torch.full((4,), 0.25))
+    third = train_verifier.averaged([ones, other, {k: 2 * v for k, v in ones.items()}])
+    assert torch.allclose(third["a.weight"], torch.full((2, 3), 2.0))
+    assert torch.allclose(third["b.bias"], torch.full((4,), 1 / 3))
+    assert torch.equal(train_verifier.averaged([ones])["a.weight"], ones["a.weight"])
     # position ids are not weights and may be missing from an exported model
     assert "x.position_ids" not in train_verifier.averaged(
-        {**ones, "x.position_ids": torch.arange(3)}, other, 0.5
+        [{**ones, "x.position_ids": torch.arange(3)}, other]
     )
     with pytest.raises(ValueError, match="c.weight"):
-        train_verifier.averaged({**ones, "c.weight": torch.ones(1)}, other, 0.5)
+        train_verifier.averaged([{**ones, "c.weight": torch.ones(1)}, other])
     with pytest.raises(ValueError, match="b.bias"):
-        train_verifier.averaged(ones, {**other, "b.bias": torch.ones(5)}, 0.5)
-    with pytest.raises(ValueError, match="share"):
-        train_verifier.averaged(ones, other, 1.5)
+        train_verifier.averaged([ones, {**other, "b.bias": torch.ones(5)}])
+    with pytest.raises(ValueError, match="no models"):
+        train_verifier.averaged([])
