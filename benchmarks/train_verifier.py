@@ -12,7 +12,8 @@ from the installed MiniLM). Stages, each resumable:
 2. ``train``: fine-tune, checkpoints in ``build/verifier/checkpoints``;
 3. ``export``: the weights as float16 safetensors and ``verifier.json`` (settings, training
    manifest) into ``core/data/verifier/``. With ``--average-with DIR [DIR ...]`` (exported models'
-   folders, e.g. a copy of ``core/data/verifier/`` made before training), the weights written
+   folders, e.g. a copy of ``core/data/verifier/`` made before training, or another run's
+   ``WORK/model``), the weights written
    are the uniform average of the trained model's and theirs, a "model soup": all must be
    fine-tuned from the same start (the same MiniLM and the same ``--head-seed``, which draws
    the classifier head's first weights).
@@ -237,14 +238,24 @@ def export(
 
     state = load_file(str(trained / "model.safetensors"))
     words = state.pop(WORD_EMBEDDINGS)
-    average: list[Any] = []
+    states, average = [state], []
     for folder in average_with:
-        their_settings = json.loads((folder / SETTINGS).read_text())
-        if their_settings.get("embedding_checksum") != embedding_checksum(words):
+        # an exported model (verifier.json beside it) or a trained one (WORK/model)
+        theirs = load_file(str(folder / WEIGHTS))
+        their_words = theirs.pop(WORD_EMBEDDINGS, None)
+        exported = (folder / SETTINGS).exists()
+        their_settings = json.loads((folder / SETTINGS).read_text()) if exported else {}
+        checksum = (
+            embedding_checksum(their_words)
+            if their_words is not None
+            else their_settings.get("embedding_checksum")
+        )
+        if checksum != embedding_checksum(words):
             raise ValueError(f"{folder} was trained on other word embeddings")
-        average.append(their_settings.get("training"))
+        states.append(theirs)
+        average.append(their_settings.get("training") if exported else {"folder": str(folder)})
     if average_with:
-        state = averaged([state, *(load_file(str(f / WEIGHTS)) for f in average_with)])
+        state = averaged(states)
     MODEL_DIR.mkdir(parents=True, exist_ok=True)
     save_file(
         {k: v.to(torch.float16).contiguous() for k, v in state.items() if "position_ids" not in k},
@@ -356,8 +367,8 @@ def main() -> None:
         type=Path,
         nargs="+",
         default=[],
-        help="export: the uniform average of the trained weights and these exported models' "
-        "folders (model.safetensors and verifier.json), fine-tuned from the same start",
+        help="export: the uniform average of the trained weights and these models' folders "
+        "(exported, as core/data/verifier, or trained, as WORK/model), fine-tuned from one start",
     )
     args = parser.parse_args()
     if args.pairs is None:
