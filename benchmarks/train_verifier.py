@@ -11,12 +11,11 @@ from the installed MiniLM). Stages, each resumable:
 1. ``pairs``: build the pairs (``build/verifier/pairs.jsonl``) unless they exist;
 2. ``train``: fine-tune, checkpoints in ``build/verifier/checkpoints``;
 3. ``export``: the weights as float16 safetensors and ``verifier.json`` (settings, training
-   manifest) into ``core/data/verifier/``. With ``--average-with DIR [DIR ...]`` (exported models'
-   folders, e.g. a copy of ``core/data/verifier/`` made before training, or another run's
-   ``WORK/model``), the weights written
-   are the uniform average of the trained model's and theirs, a "model soup": all must be
-   fine-tuned from the same start (the same MiniLM and the same ``--head-seed``, which draws
-   the classifier head's first weights).
+   manifest) into ``core/data/verifier/``. With ``--average-with DIR [DIR ...]`` (exported
+   models' folders, e.g. a copy of ``core/data/verifier/`` made before training, or other
+   runs' ``WORK/model``), the weights written are the uniform average of the trained model's
+   and theirs, a "model soup": all must be fine-tuned from the same start (the same MiniLM
+   and the same ``--head-seed``, which draws the classifier head's first weights).
 
 ``--work`` puts the pairs, checkpoints and model in another folder than ``build/verifier``
 (e.g. one per run to be averaged later). The calibration and the combination with the rule
