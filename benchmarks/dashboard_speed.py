@@ -225,6 +225,7 @@ def _fill(url: str, n: int) -> str:
 
 def _reviews(url: str, k: int = 2000) -> None:
     from sqlalchemy import select
+    from sqlmodel import col
 
     from core.storage import models as m
     from core.storage import repo
@@ -234,7 +235,9 @@ def _reviews(url: str, k: int = 2000) -> None:
     with write_session(get_engine(url)) as s:
         ids = list(
             s.execute(
-                select(m.StatementCheck.id).where(m.StatementCheck.status != "grounded").limit(k)
+                select(col(m.StatementCheck.id))
+                .where(col(m.StatementCheck.status) != "grounded")
+                .limit(k)
             ).scalars()
         )
         for sid in ids:
@@ -311,13 +314,14 @@ def main(argv: list[str] | None = None) -> int:
         if backend == "postgresql" and args.reuse:
             from sqlalchemy import select
             from sqlalchemy.engine import make_url
+            from sqlmodel import col
 
             from core.storage.db import get_engine, read_session
             from core.storage.models import Conversation
 
             url = str(make_url(args.pg_url).set(database=args.pg_db))
             with read_session(get_engine(url)) as s:
-                cid = s.execute(select(Conversation.id).limit(1)).scalar_one()
+                cid = s.execute(select(col(Conversation.id)).limit(1)).scalar_one()
             times = _measure(url, cid, args.repeats)
             results.append({"backend": backend, "conversations": n, "load_s": 0.0, "pages": times})
             continue

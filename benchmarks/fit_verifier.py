@@ -187,10 +187,10 @@ def monotone_stumps(
     n, d = x.shape
     cuts = []
     for j in range(d):
-        values = np.unique(x[:, j])
-        if len(values) > bins:
-            values = np.unique(np.quantile(x[:, j], np.linspace(0.0, 1.0, bins + 1)))
-        cuts.append((values[:-1] + values[1:]) / 2.0)
+        seen = np.unique(x[:, j])
+        if len(seen) > bins:
+            seen = np.unique(np.quantile(x[:, j], np.linspace(0.0, 1.0, bins + 1)))
+        cuts.append((seen[:-1] + seen[1:]) / 2.0)
     where = [np.searchsorted(cuts[j], x[:, j], side="left") for j in range(d)]
     counts = [np.cumsum(np.bincount(where[j], minlength=len(cuts[j]) + 1)) for j in range(d)]
     p0 = float(np.clip(np.average(y, weights=weights), 1e-6, 1 - 1e-6))
@@ -230,8 +230,8 @@ def monotone_stumps(
         thresholds = sorted(by_cut)
         values = [
             sum(
-                left if t >= (thresholds[k] if k < len(thresholds) else np.inf) else right
-                for t, (left, right) in by_cut.items()
+                below if t >= (thresholds[k] if k < len(thresholds) else np.inf) else above
+                for t, (below, above) in by_cut.items()
             )
             for k in range(len(thresholds) + 1)
         ]

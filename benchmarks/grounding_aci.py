@@ -301,7 +301,7 @@ def main() -> None:
         out = evaluate(verifier, cases)
         results[label] = out
         print_table(
-            out["per_type"],  # type: ignore[arg-type]
+            out["per_type"],
             ["perturbation", "n", "precision", "recall", "f1"],
             f"{label}:",
         )

@@ -100,11 +100,11 @@ def diagnostics(model: Any, scored: list[dict[str, Any]]) -> list[dict[str, Any]
         ("model alone, mean support of the answer's statements", mean),
     ):
         rows.append({"ranked by": label, "auroc": float(roc_auc_score(y, risk))})
-    for label in (0, 1):
-        part = [r for r in scored if r["label"] == label]
+    for hallucinated in (0, 1):
+        part = [r for r in scored if r["label"] == hallucinated]
         rows.append(
             {
-                "ranked by": f"({'hallucinated' if label else 'ground-truth'} answers: "
+                "ranked by": f"({'hallucinated' if hallucinated else 'ground-truth'} answers: "
                 f"{np.mean([len(r['statements']) for r in part]):.2f} statements, "
                 f"{np.mean([len(r['answer'].split()) for r in part]):.1f} words on average)"
             }

@@ -628,11 +628,11 @@ def main(argv: list[str] | None = None) -> int:
         ],
         title=f"Structured sources: {args.records} synthetic records, seed {args.seed}",
     )
-    kinds = sorted({k for share in details.values() for k in share})
+    columns = sorted({k for share in details.values() for k in share})
     print()
     print_table(
         [{"format / verifier": name, **share} for name, share in details.items()],
-        ["format / verifier", *kinds],
+        ["format / verifier", *columns],
         title="Share flagged by kind (true: false alarms)",
     )
     return 0

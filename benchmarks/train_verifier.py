@@ -43,7 +43,7 @@ from _common import ROOT, base_parser
 try:
     from sentence_transformers.base.sampler import DefaultBatchSampler
 except ImportError:  # sentence-transformers before 6
-    from sentence_transformers.sampler import DefaultBatchSampler
+    from sentence_transformers.sampler import DefaultBatchSampler  # type: ignore[no-redef]
 
 WORK = ROOT / "build" / "verifier"
 MAX_LENGTH = 192
@@ -79,7 +79,7 @@ def length_bands(lengths: list[int], batch: int, seed: int) -> list[list[int]]:
     return batches
 
 
-class LengthBandedBatchSampler(DefaultBatchSampler):  # type: ignore[misc]
+class LengthBandedBatchSampler(DefaultBatchSampler):
     """sentence-transformers' batch sampler over :func:`length_bands` (a pair's length read
     as its characters, up to about what the model reads), new bands each epoch."""
 
@@ -145,6 +145,7 @@ def train(
     model = CrossEncoder(default_model_path(), num_labels=1, max_length=MAX_LENGTH, device="cpu")
     torch.manual_seed(seed)  # the trainer seeds itself too; this keeps the two draws apart
     model.model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    sampler: dict[str, Any] = {"batch_sampler": LengthBandedBatchSampler} if banded else {}
     args = CrossEncoderTrainingArguments(
         output_dir=str(out.parent / "checkpoints"),
         num_train_epochs=epochs,
@@ -163,7 +164,7 @@ def train(
         report_to="none",
         dataloader_num_workers=0,
         max_steps=max_steps,
-        **({"batch_sampler": LengthBandedBatchSampler} if banded else {}),
+        **sampler,
     )
     trainer = CrossEncoderTrainer(
         model=model, args=args, train_dataset=data, loss=BinaryCrossEntropyLoss(model)

@@ -310,9 +310,10 @@ def _rationale_pairs(
             yield Pair(
                 claim, text, int(supports), corpus, split, "supports" if supports else "refutes"
             )
-    for doc_id in cited:
-        if str(doc_id) not in evidence and docs.get(int(doc_id)):
-            yield Pair(claim, _pick(claim, docs[int(doc_id)], rng, most=2), 0, corpus, split, "nei")
+    for cited_doc in cited:
+        if str(cited_doc) not in evidence and docs.get(int(cited_doc)):
+            nei = _pick(claim, docs[int(cited_doc)], rng, most=2)
+            yield Pair(claim, nei, 0, corpus, split, "nei")
 
 
 def _scifact(root: Path, rng: random.Random) -> Iterable[Pair]:
