@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-Split = Literal["train", "dev"]
+Split = Literal["train", "dev", "test"]  # "test" only from load_test, never in training
 
 MAX_EVIDENCE_WORDS = 120
 DEV_EVERY = 10  # hash-split corpora: one group in ten is dev
@@ -111,28 +111,35 @@ test_parts.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _path(root: Path, rel: str) -> Path:
-    """``root/rel``, refusing any file of a test part."""
+def _path(root: Path, rel: str, *, test: bool = False) -> Path:
+    """``root/rel``, refusing any file of a test part; with ``test`` (:func:`load_test`
+    only), refusing any file that is not one."""
+    if test:
+        if rel not in _FORBIDDEN:
+            raise PermissionError(f"{rel} is not a test part")
+        return root / rel
     if rel in _FORBIDDEN:
         raise PermissionError(f"{rel} is a test part and is never read for training")
     return root / rel
 
 
-def _text(root: Path, rel: str) -> str:
-    with _path(root, rel).open(encoding="utf-8") as fh:
+def _text(root: Path, rel: str, *, test: bool = False) -> str:
+    with _path(root, rel, test=test).open(encoding="utf-8") as fh:
         return fh.read()
 
 
-def _json_records(root: Path, rel: str) -> list[dict[str, Any]]:
+def _json_records(root: Path, rel: str, *, test: bool = False) -> list[dict[str, Any]]:
     """A JSON array or JSON-lines file as a list of records."""
-    text = _text(root, rel).strip()
+    text = _text(root, rel, test=test).strip()
     if text.startswith("["):
         return list(json.loads(text))
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _csv_rows(root: Path, rel: str, *, tsv: bool = False) -> list[dict[str, str]]:
-    with _path(root, rel).open(encoding="utf-8", newline="") as fh:
+def _csv_rows(
+    root: Path, rel: str, *, tsv: bool = False, test: bool = False
+) -> list[dict[str, str]]:
+    with _path(root, rel, test=test).open(encoding="utf-8", newline="") as fh:
         if tsv:
             return list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
         return list(csv.DictReader(fh))
@@ -343,21 +350,31 @@ _CHECKCOVID_LABELS = {
 }
 
 
-def _checkcovid(root: Path, rng: random.Random) -> Iterable[Pair]:
-    """Every claim with its annotated sentences (NEI claims too: topical, not deciding)."""
-    docs = {
+def _checkcovid_docs(root: Path) -> dict[str, list[str]]:
+    return {
         d["cord_id"]: [re.sub(r"^Abstract\s+", "", _clean(s)) for s in d["abstract"]]
         for d in _json_records(root, _CHECKCOVID + "corpus.json")
     }
+
+
+def _checkcovid_pairs(
+    rows: Iterable[dict[str, Any]], docs: dict[str, list[str]], split: Split
+) -> Iterable[Pair]:
+    for row in rows:
+        if row.get("label") not in _CHECKCOVID_LABELS:
+            continue
+        sentences = docs.get(row["cord_id"], [])
+        idx = sorted({e["sent_index"] for e in row["evidence_set"]})
+        text = " ".join(sentences[i] for i in idx if 0 <= i < len(sentences))
+        label, kind = _CHECKCOVID_LABELS[row["label"]]
+        yield Pair(_clean(row["claim"]), _clip(text), label, "checkcovid", split, kind)
+
+
+def _checkcovid(root: Path, rng: random.Random) -> Iterable[Pair]:
+    """Every claim with its annotated sentences (NEI claims too: topical, not deciding)."""
+    docs = _checkcovid_docs(root)
     for split, rel in _CHECKCOVID_CLAIMS.items():
-        for row in _json_records(root, rel):
-            if row.get("label") not in _CHECKCOVID_LABELS:
-                continue
-            sentences = docs.get(row["cord_id"], [])
-            idx = sorted({e["sent_index"] for e in row["evidence_set"]})
-            text = " ".join(sentences[i] for i in idx if 0 <= i < len(sentences))
-            label, kind = _CHECKCOVID_LABELS[row["label"]]
-            yield Pair(_clean(row["claim"]), _clip(text), label, "checkcovid", split, kind)
+        yield from _checkcovid_pairs(_json_records(root, rel), docs, split)
 
 
 _CITINT = "Citation-Integrity/multivers_format_jedick/"
@@ -375,13 +392,17 @@ def _strip_citations(text: str) -> str:
     return _clean(text)
 
 
-def _citint(root: Path, rng: random.Random) -> Iterable[Pair]:
-    """Citing sentences against the cited paper's sentences (MultiVerS-format copy, the one
-    with its corpus): SUPPORT = accurate citation; REFUTE = any inaccuracy."""
-    docs = {
+def _citint_docs(root: Path) -> dict[int, list[str]]:
+    return {
         int(d["doc_id"]): [_clean(s) for s in d["abstract"]]
         for d in _json_records(root, _CITINT + "corpus.jsonl")
     }
+
+
+def _citint(root: Path, rng: random.Random) -> Iterable[Pair]:
+    """Citing sentences against the cited paper's sentences (MultiVerS-format copy, the one
+    with its corpus): SUPPORT = accurate citation; REFUTE = any inaccuracy."""
+    docs = _citint_docs(root)
     for split, rel in _CITINT_CLAIMS.items():
         for row in _json_records(root, rel):
             yield from _rationale_pairs(
@@ -413,14 +434,20 @@ def _clinifact(root: Path, rng: random.Random) -> Iterable[Pair]:
     """Trial claims against the 2-3 abstract sentences that share most words with them,
     favouring sentences that report a result (the label is the trial's test result)."""
     for split, rel in _CLINIFACT_FILES.items():
-        for row in _csv_rows(root, rel):
-            if row.get("label") not in _CLINIFACT_LABELS:
-                continue
-            claim = _clean(row["claim"])
-            sentences = _sentences(row.get("article_abstract") or "")
-            text = _pick(claim, sentences, rng, fewest=2, boost=_RESULT)
-            label, kind = _CLINIFACT_LABELS[row["label"]]
-            yield Pair(claim, text, label, "clinifact", split, kind)
+        yield from _clinifact_pairs(_csv_rows(root, rel), rng, split)
+
+
+def _clinifact_pairs(
+    rows: Iterable[dict[str, str]], rng: random.Random, split: Split
+) -> Iterable[Pair]:
+    for row in rows:
+        if row.get("label") not in _CLINIFACT_LABELS:
+            continue
+        claim = _clean(row["claim"])
+        sentences = _sentences(row.get("article_abstract") or "")
+        text = _pick(claim, sentences, rng, fewest=2, boost=_RESULT)
+        label, kind = _CLINIFACT_LABELS[row["label"]]
+        yield Pair(claim, text, label, "clinifact", split, kind)
 
 
 _EVINF = "Evidence-Inference/annotations/"
@@ -558,15 +585,22 @@ def _faithdial_label(text: str) -> tuple[int, str] | None:
 
 
 def _grounded_pair(
-    response: str, knowledge: str, label: int, corpus: str, kind: str, rng: random.Random
+    response: str,
+    knowledge: str,
+    label: int,
+    corpus: str,
+    kind: str,
+    rng: random.Random,
+    split: Split | None = None,
 ) -> Pair:
-    """A dialogue response against its knowledge, cut to the sentences it shares most with."""
+    """A dialogue response against its knowledge, cut to the sentences it shares most with;
+    without ``split``, split by the knowledge."""
     response, knowledge = _detok(response), _detok(knowledge)
     evidence = knowledge
     if _words(knowledge) > MAX_EVIDENCE_WORDS:
         evidence = _pick(response, _sentences(knowledge, loose=True), rng, fewest=2, most=4)
     # split on the whole knowledge, so every response to one context lands on the same side
-    return Pair(response, evidence, label, corpus, _hash_split(knowledge), kind)
+    return Pair(response, evidence, label, corpus, split or _hash_split(knowledge), kind)
 
 
 def _faithdial(root: Path, rng: random.Random) -> Iterable[Pair]:
@@ -598,13 +632,19 @@ _BEGIN_LABELS = {
 def _begin(root: Path, rng: random.Random) -> Iterable[Pair]:
     """BEGIN's dev files (WoW, CMU-DoG, TopicalChat); its WoW test file is never read."""
     for rel in _BEGIN_FILES:
-        for row in _csv_rows(root, rel, tsv=True):
-            found = _BEGIN_LABELS.get((row.get("begin_label") or "").strip().lower())
-            if found is None:
-                continue
-            label, kind = found
-            response, knowledge = row.get("response") or "", row.get("knowledge") or ""
-            yield _grounded_pair(response, knowledge, label, "begin", kind, rng)
+        yield from _begin_pairs(_csv_rows(root, rel, tsv=True), rng)
+
+
+def _begin_pairs(
+    rows: Iterable[dict[str, str]], rng: random.Random, split: Split | None = None
+) -> Iterable[Pair]:
+    for row in rows:
+        found = _BEGIN_LABELS.get((row.get("begin_label") or "").strip().lower())
+        if found is None:
+            continue
+        label, kind = found
+        response, knowledge = row.get("response") or "", row.get("knowledge") or ""
+        yield _grounded_pair(response, knowledge, label, "begin", kind, rng, split)
 
 
 _MAKERS: dict[str, Maker] = {
@@ -618,6 +658,70 @@ _MAKERS: dict[str, Maker] = {
     "begin": _begin,
 }
 CORPORA: tuple[str, ...] = tuple(_MAKERS)
+
+
+# --- test parts (benchmarks only) -------------------------------------------------------------
+
+
+def _scifact_test(root: Path, rng: random.Random) -> Iterable[Pair]:
+    docs = _scifact_corpus(root)
+    for row in _json_records(root, "SciFact/multivers_test_labels/claims_test.jsonl", test=True):
+        claim, evidence, cited = _clean(row["claim"]), row["evidence"], row["cited_doc_ids"]
+        yield from _rationale_pairs(claim, evidence, cited, docs, rng, "scifact", "test")
+
+
+def _citint_test(root: Path, rng: random.Random) -> Iterable[Pair]:
+    docs = _citint_docs(root)
+    for row in _json_records(root, _CITINT + "claims_test.jsonl", test=True):
+        claim, evidence = _strip_citations(row["claim"]), row["evidence"]
+        cited = row.get("cited_doc_ids", [])
+        yield from _rationale_pairs(claim, evidence, cited, docs, rng, "citint", "test")
+
+
+def _checkcovid_test(root: Path, rng: random.Random) -> Iterable[Pair]:
+    docs = _checkcovid_docs(root)
+    for name in ("composed", "extracted"):
+        rel = _CHECKCOVID + f"test/covidCheck_test_{name}.json"
+        yield from _checkcovid_pairs(_json_records(root, rel, test=True), docs, "test")
+
+
+def _clinifact_test(root: Path, rng: random.Random) -> Iterable[Pair]:
+    rows = _csv_rows(root, _CLINIFACT + "test_set.csv", test=True)
+    yield from _clinifact_pairs(rows, rng, "test")
+
+
+def _begin_test(root: Path, rng: random.Random) -> Iterable[Pair]:
+    rows = _csv_rows(root, "BEGIN/wow/begin_test_wow.tsv", tsv=True, test=True)
+    yield from _begin_pairs(rows, rng, "test")
+
+
+_TEST_MAKERS: dict[str, Maker] = {
+    "begin": _begin_test,
+    "clinifact": _clinifact_test,
+    "scifact": _scifact_test,
+    "checkcovid": _checkcovid_test,
+    "citint": _citint_test,
+}
+TEST_CORPORA: tuple[str, ...] = tuple(_TEST_MAKERS)
+
+
+def load_test(name: str, root: Path, *, rng: random.Random) -> list[Pair]:
+    """The test part of one corpus, made into pairs exactly as its training pairs are (the
+    same evidence, labels and kinds), for benchmarks that report on what training never
+    reads (``grounding_heldout.py``). Only files :func:`test_parts` names are opened here,
+    and each pair's split is ``test``, which the training script refuses.
+
+    Args:
+        name: one of :data:`TEST_CORPORA` (VitaminC, the FaithDial audit and Evidence
+            Inference's test articles are not among them: the first two have no test part
+            apart from what trains, the last states its claims from templates).
+        root: the ``verification`` folder (or the data folder holding it).
+        rng: the source of every random choice (evidence sentences of claims without a
+            rationale, and of long knowledge).
+    """
+    if name not in _TEST_MAKERS:
+        raise ValueError(f"no test part of {name!r}; known: {', '.join(TEST_CORPORA)}")
+    return _dedupe(_TEST_MAKERS[name](_verification_root(Path(root)), rng))
 
 
 # --- assembly --------------------------------------------------------------------------------

@@ -475,3 +475,31 @@ def test_hash_split_is_stable_and_about_one_in_ten() -> None:
 def test_unknown_corpus_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown corpus"):
         vc.load_corpus("nope", tmp_path, rng=random.Random(0))
+
+
+def test_test_parts_are_read_only_by_load_test(tree: Path, opened: list[Path]) -> None:
+    """The held-out benchmark's loader: the test rows themselves, every pair marked
+    ``test``, and no training or dev claim file opened (only test parts and the documents
+    claims cite)."""
+    seen: dict[str, list[vc.Pair]] = {
+        name: vc.load_test(name, tree, rng=random.Random(0)) for name in vc.TEST_CORPORA
+    }
+    for name, pairs in seen.items():
+        assert pairs, name
+        assert {p.split for p in pairs} == {"test"}, name
+        assert {p.statement for p in pairs} == {LEAK}, name
+        assert all(p.evidence for p in pairs), name
+    assert _tail(seen["clinifact"][0]) == (1, "clinifact", "test", "supports")
+    assert _tail(seen["begin"][0]) == (1, "begin", "test", "supports")
+    assert {p.kind for p in seen["scifact"]} == {"nei"}  # no rationale: the cited abstract
+    allowed = {(tree / rel).resolve() for p in vc.test_parts().values() for rel in p}
+    documents = {"corpus_train.csv", "corpus.json", "corpus.jsonl"}
+    assert opened
+    assert all(path in allowed or path.name in documents for path in opened), opened
+
+
+def test_load_test_refuses_what_is_not_a_test_part(tree: Path) -> None:
+    with pytest.raises(ValueError, match="no test part"):
+        vc.load_test("vitaminc", tree, rng=random.Random(0))
+    with pytest.raises(PermissionError, match="not a test part"):
+        vc._path(tree, vc._CITINT_CLAIMS["train"], test=True)
