@@ -430,10 +430,13 @@ def test_a_step_function_per_signal_reads_each_value_in_its_interval() -> None:
         "threshold": 0.5,
     }
 
+    from core.grounding.verifier import MODEL_TIE_SLOPE
+
     def z(model_logodds: float, conflict: float) -> float:
         p = 1 / (1 + np.exp(-model_logodds))
         support, _ = combine({"model": p, "conflict_numbers": conflict}, params)
-        return float(np.log(support / (1 - support)))
+        # the steps, without the slope that keeps the model's order within a step
+        return float(np.log(support / (1 - support))) - MODEL_TIE_SLOPE * model_logodds
 
     assert z(-5.0, 0.0) == pytest.approx(-2.5)  # below the first threshold
     assert z(-2.0, 0.0) == pytest.approx(-2.5, abs=1e-4)  # a threshold belongs to the left
@@ -443,6 +446,37 @@ def test_a_step_function_per_signal_reads_each_value_in_its_interval() -> None:
     # a signal the verifier gives but the combination does not read changes nothing
     support, _ = combine({"model": 0.5, "conflict_numbers": 0.0, "missing": 1.0}, params)
     assert support == pytest.approx(1 / (1 + np.exp(-0.5)))
+
+
+def test_within_one_step_support_keeps_the_models_order() -> None:
+    """Statements the step function puts in one step keep the model's order (so an
+    answer's least support, and AUROC, still tell them apart), and still on the side of the
+    threshold the step puts them: the slope is far smaller than a step."""
+    from core.grounding.verifier import combine
+
+    params = {
+        "features": ["model"],
+        "shapes": {"model": {"thresholds": [-2.0, 1.0], "values": [-3.0, 0.0, 2.0]}},
+        "intercept": 0.3,
+        "threshold": 0.5,
+    }
+    probs = [0.15, 0.2, 0.3, 0.45, 0.5, 0.6, 0.7]  # log-odds -1.7 to 0.85: the middle step
+    results = [combine({"model": p}, params) for p in probs]
+    supports = [s for s, _ in results]
+    assert supports == sorted(supports)
+    assert len({round(s, 4) for s in supports}) == len(probs)  # apart as the JSON shows them
+    step = 1 / (1 + np.exp(-0.3))
+    assert all(abs(s - step) < 0.01 for s in supports)
+    assert all(grounded for _, grounded in results)  # the step's side of the threshold
+    # a step below and a step above: as fitted
+    assert combine({"model": 0.05}, params) == (
+        pytest.approx(1 / (1 + np.exp(2.7)), abs=0.01),
+        False,
+    )
+    assert combine({"model": 0.9}, params) == (
+        pytest.approx(1 / (1 + np.exp(-2.3)), abs=0.01),
+        True,
+    )
 
 
 def test_a_combination_combine_would_misread_is_refused_by_name() -> None:
