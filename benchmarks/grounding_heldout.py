@@ -4,7 +4,8 @@ The learned verifier trains on the train parts of public claim/evidence corpora 
 combination on their dev parts (``verifier_corpora.py``); their test parts are never opened
 for either. Here each test part is made into pairs exactly as the training pairs are (the same
 evidence sentences, labels and kinds; ``verifier_corpora.load_test``) and every pair is
-checked as an answer of one statement against one source:
+checked as an answer against one source (a response with no statement to verify, such as "Hi!" or a
+question, is left out and counted):
 
 - BEGIN, Wizard of Wikipedia test: real responses of dialogue systems (GPT-2, T5, DoHA,
   CTRL...) to a conversation, against the Wikipedia sentence they were to stay true to,
@@ -122,10 +123,17 @@ def main() -> None:
         )
     rows: list[dict[str, Any]] = []
     kinds: dict[str, dict[str, Any]] = {}
+    left_out: dict[str, int] = {}
     for corpus in corpora:
         pairs = load_test(corpus, root, rng=random.Random(args.seed))
         if args.limit and len(pairs) > args.limit:
             pairs = random.Random(args.seed).sample(pairs, args.limit)
+        # a response with nothing to check ("Hi!", a question) is no answer to verify
+        checkable = [
+            p for p in pairs if verifiers["learned (default)"][0].split_statements(p.statement)
+        ]
+        left_out[corpus] = len(pairs) - len(checkable)
+        pairs = checkable
         y = [1 - p.label for p in pairs]
         for name, (verifier, learned) in verifiers.items():
             started = time.perf_counter()
@@ -171,6 +179,11 @@ def main() -> None:
             }
         )
     print("Held-out test parts of the claim/evidence corpora (never trained or tuned on)")
+    if any(left_out.values()):
+        print(
+            "left out, no statement to verify: "
+            + ", ".join(f"{c} {n}" for c, n in left_out.items() if n)
+        )
     print(tiers)
     columns = ["corpus", "verifier", "pairs", "unsupported", "precision", "recall", "f1"]
     print_table(rows, [*columns, "false alarms", "auroc", "pairs/s"])
