@@ -1,11 +1,12 @@
 """Held-out claim/evidence test sets: the verifier on the test parts training never reads.
 
-The learned verifier trains on the train parts of public claim/evidence corpora and fits its
-combination on their dev parts (``verifier_corpora.py``); their test parts are never opened
-for either. Here each test part is made into pairs exactly as the training pairs are (the same
-evidence sentences, labels and kinds; ``verifier_corpora.load_test``) and every pair is
-checked as an answer against one source (a response with no statement to verify, such as "Hi!" or a
-question, is left out and counted):
+The learned model trains on the train parts of public claim/evidence corpora
+(``verifier_corpora.py``), and its combination with the rule signals is fitted on clinical dev
+rows (``fit_verifier.py``); the corpora's test parts are never opened for either. Here each
+test part is made into pairs exactly as the training pairs are (the same evidence sentences,
+labels and kinds; ``verifier_corpora.load_test``) and every pair is checked as an answer
+against one source (a response with no statement to verify, such as "Hi!" or a question, is
+left out and counted):
 
 - BEGIN, Wizard of Wikipedia test: real responses of dialogue systems (GPT-2, T5, DoHA,
   CTRL...) to a conversation, against the Wikipedia sentence they were to stay true to,
