@@ -8,8 +8,10 @@ sentences a corpus labels, never a whole abstract; a claim without a rationale (
 source: CliniFact abstracts, CMU-DoG and TopicalChat knowledge) gets the few sentences that
 share most words with it, so that its negative is topical rather than trivially unrelated.
 
-Only the train and dev parts are read. :func:`test_parts` names every file holding a test
-part; no loader opens one (every read goes through a guard that refuses them). VitaminC's
+Training reads only the train and dev parts. :func:`test_parts` names every file holding a
+test part; no training loader opens one (every read goes through a guard that refuses them).
+:func:`load_test` alone opens them, for the held-out benchmark (``grounding_heldout.py``),
+and marks each of its pairs ``test``, a split the training script refuses. VitaminC's
 files are its own test splits, which DATA.md allows for training here; they, BEGIN's dev
 files and the FaithDial audit (one set each) are split 90/10 into train/dev by a stable hash
 of a group key (the Wikipedia page, or the knowledge text), so that related rows never
