@@ -24,8 +24,13 @@ score), the learned model alone on the whole pair (AUROC only), the share of the
 words the evidence never says (AUROC only), and flagging everything. A second table gives
 the share flagged by kind (``supports``: false alarms).
 
+With ``--part dev`` the same is measured on the corpora's dev parts (which the model does not
+train on, and which may be used to choose what to change; the test parts may not), and with
+``--whole`` the learned verifier also reads each response whole, as one statement, to show
+what splitting a response into statements costs or gains.
+
     python benchmarks/grounding_heldout.py --data ../shared/data [--corpora begin,clinifact]
-                                           [--limit N] [--no-rules]
+                                           [--part test|dev] [--whole] [--limit N] [--no-rules]
 """
 
 from __future__ import annotations
@@ -45,18 +50,27 @@ from _common import (
     require_data,
     support_model,
 )
-from verifier_corpora import TEST_CORPORA, Pair, load_test
+from verifier_corpora import CORPORA, TEST_CORPORA, Pair, load_corpus, load_test
 
 
-def score(verifier: Any, pairs: list[Pair], *, learned: bool) -> list[dict[str, Any]]:
-    """Each pair's label (1 = not supported), flag and risk, the verifier's own signal."""
+def score(
+    verifier: Any, pairs: list[Pair], *, learned: bool, whole: bool = False
+) -> list[dict[str, Any]]:
+    """Each pair's label (1 = not supported), flag and risk, the verifier's own signal; with
+    ``whole``, the response read as one statement instead of split into its statements."""
     from core.grounding import SourceChunk
 
     out = []
     for pair in pairs:
-        result = verifier.verify(pair.statement, [SourceChunk("e", pair.evidence, "document")])
-        risk = 1.0 - (result.support_score if learned else result.grounding_score)
-        flag = int(result.grounding_score < 1.0)
+        sources = [SourceChunk("e", pair.evidence, "document")]
+        if whole:
+            one = verifier.verify_statements([pair.statement], sources)[0]
+            support = one.support if one.support is not None else float(one.status == "grounded")
+            risk, flag = 1.0 - support, int(one.status != "grounded")
+        else:
+            result = verifier.verify(pair.statement, sources)
+            risk = 1.0 - (result.support_score if learned else result.grounding_score)
+            flag = int(result.grounding_score < 1.0)
         out.append({"label": 1 - pair.label, "flag": flag, "risk": risk, "kind": pair.kind})
     return out
 
@@ -88,18 +102,34 @@ def main() -> None:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument(
         "--corpora",
-        default=",".join(TEST_CORPORA),
-        help=f"comma-separated test parts (default: all of {', '.join(TEST_CORPORA)})",
+        default=None,
+        help="comma-separated corpora (default: every one with a --part: "
+        f"{', '.join(TEST_CORPORA)} have a test part, all of {', '.join(CORPORA)} a dev part)",
+    )
+    parser.add_argument(
+        "--part",
+        choices=("test", "dev"),
+        default="test",
+        help="the test parts (default), or the dev parts, which nothing is trained on but which "
+        "may be used to choose what to change",
+    )
+    parser.add_argument(
+        "--whole",
+        action="store_true",
+        help="also read each response whole, as one statement, with the learned verifier",
     )
     parser.add_argument(
         "--limit", type=int, default=0, help="pairs sampled per corpus (0: every pair)"
     )
     parser.add_argument("--no-rules", action="store_true", help="skip the rules-only verifier")
     args = parser.parse_args()
-    corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
-    unknown = sorted(set(corpora) - set(TEST_CORPORA))
+    known = TEST_CORPORA if args.part == "test" else CORPORA
+    corpora = [c.strip() for c in (args.corpora or ",".join(known)).split(",") if c.strip()]
+    unknown = sorted(set(corpora) - set(known))
     if unknown:
-        raise SystemExit(f"error: unknown corpus {', '.join(unknown)}; known: {TEST_CORPORA}")
+        raise SystemExit(
+            f"error: no {args.part} part of {', '.join(unknown)}; known: {', '.join(known)}"
+        )
     root = require_data(args.data, "verification")
 
     from sklearn.metrics import roc_auc_score
@@ -111,34 +141,35 @@ def main() -> None:
     embedder = get_embedder()
     nli, llm, tiers = inference_backends()
     model = support_model()
-    verifiers = {
-        "learned (default)": (
-            GroundingVerifier(embedder=embedder, nli=nli, llm=llm, learned=model),
-            True,
-        )
-    }
+    learned_verifier = GroundingVerifier(embedder=embedder, nli=nli, llm=llm, learned=model)
+    verifiers = {"learned (default)": (learned_verifier, True, False)}
+    if args.whole:
+        verifiers["learned, each response whole"] = (learned_verifier, True, True)
     if not args.no_rules:
         verifiers["rules only (previous)"] = (
             GroundingVerifier(embedder=embedder, nli=nli, llm=llm),
+            False,
             False,
         )
     rows: list[dict[str, Any]] = []
     kinds: dict[str, dict[str, Any]] = {}
     left_out: dict[str, int] = {}
     for corpus in corpora:
-        pairs = load_test(corpus, root, rng=random.Random(args.seed))
+        if args.part == "test":
+            pairs = load_test(corpus, root, rng=random.Random(args.seed))
+        else:
+            every = load_corpus(corpus, root, rng=random.Random(args.seed))
+            pairs = [p for p in every if p.split == "dev"]
         if args.limit and len(pairs) > args.limit:
             pairs = random.Random(args.seed).sample(pairs, args.limit)
         # a response with nothing to check ("Hi!", a question) is no answer to verify
-        checkable = [
-            p for p in pairs if verifiers["learned (default)"][0].split_statements(p.statement)
-        ]
+        checkable = [p for p in pairs if learned_verifier.split_statements(p.statement)]
         left_out[corpus] = len(pairs) - len(checkable)
         pairs = checkable
         y = [1 - p.label for p in pairs]
-        for name, (verifier, learned) in verifiers.items():
+        for name, (verifier, learned, whole) in verifiers.items():
             started = time.perf_counter()
-            scored = score(verifier, pairs, learned=learned)
+            scored = score(verifier, pairs, learned=learned, whole=whole)
             seconds = time.perf_counter() - started
             rows.append(row(corpus, name, scored, seconds))
             by_kind: dict[str, list[int]] = defaultdict(list)
@@ -179,7 +210,10 @@ def main() -> None:
                 "auroc": 0.5,
             }
         )
-    print("Held-out test parts of the claim/evidence corpora (never trained or tuned on)")
+    if args.part == "test":
+        print("Held-out test parts of the claim/evidence corpora (never trained or tuned on)")
+    else:
+        print("Dev parts of the claim/evidence corpora (not trained on)")
     if any(left_out.values()):
         print(
             "left out, no statement to verify: "
