@@ -55,6 +55,13 @@ def prf(y_true: Sequence[int], y_pred: Sequence[int]) -> tuple[float, float, flo
     return precision, recall, f1
 
 
+def auroc(y_true: Sequence[int], risk: Sequence[float]) -> float:
+    """AUROC of ``risk`` for the positive class; NaN when only one class is present."""
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y_true, risk)) if len(set(y_true)) > 1 else float("nan")
+
+
 def fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"

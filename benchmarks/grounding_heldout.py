@@ -22,7 +22,9 @@ minus its support score (the least support of its statements). Side by side: the
 verifier (the default), the previous rules-only verifier (risk: one minus its grounding
 score), the learned model alone on the whole pair (AUROC only), the share of the statement's
 words the evidence never says (AUROC only), and flagging everything. A second table gives
-the share flagged by kind (``supports``: false alarms).
+the share flagged by kind (``supports``: false alarms). The verifiers run one after another
+on the same embedder, so every one after the first finds the sources' embeddings cached:
+their pairs/s is not a comparison of speed (``grounding_speed.py`` is).
 
 With ``--part dev`` the same is measured on the corpora's dev parts (which the model does not
 train on, and which may be used to choose what to change; the test parts may not), and with
@@ -42,6 +44,7 @@ from collections import defaultdict
 from typing import Any
 
 from _common import (
+    auroc,
     base_parser,
     inference_backends,
     prf,
@@ -76,14 +79,10 @@ def score(
 
 
 def row(corpus: str, name: str, scored: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
-    from sklearn.metrics import roc_auc_score
-
     y = [r["label"] for r in scored]
     flags = [r["flag"] for r in scored]
     p, r_, f = prf(y, flags)
     real = [fl for fl, label in zip(flags, y, strict=True) if not label]
-    risks = [r["risk"] for r in scored]
-    auc = float(roc_auc_score(y, risks)) if len(set(y)) > 1 else float("nan")
     return {
         "corpus": corpus,
         "verifier": name,
@@ -93,7 +92,7 @@ def row(corpus: str, name: str, scored: list[dict[str, Any]], seconds: float) ->
         "recall": r_,
         "f1": f,
         "false alarms": sum(real) / len(real) if real else 0.0,
-        "auroc": auc,
+        "auroc": auroc(y, [r["risk"] for r in scored]),
         "pairs/s": len(scored) / seconds if seconds else 0.0,
     }
 
@@ -131,8 +130,6 @@ def main() -> None:
             f"error: no {args.part} part of {', '.join(unknown)}; known: {', '.join(known)}"
         )
     root = require_data(args.data, "verification")
-
-    from sklearn.metrics import roc_auc_score
 
     from core.backends.embedder import get_embedder
     from core.grounding import GroundingVerifier
@@ -186,13 +183,12 @@ def main() -> None:
             ("learned model alone, whole pair", [-float(x) for x in alone]),
             ("words the evidence never says", [novelty(p.statement, [p.evidence]) for p in pairs]),
         ):
-            auc = float(roc_auc_score(y, risks)) if len(set(y)) > 1 else float("nan")
             rows.append(
                 {
                     "corpus": corpus,
                     "verifier": name,
                     "pairs": len(pairs),
-                    "auroc": auc,
+                    "auroc": auroc(y, risks),
                     **({"pairs/s": len(pairs) / seconds} if name.startswith("learned") else {}),
                 }
             )

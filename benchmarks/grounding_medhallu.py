@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import (
+    auroc,
     base_parser,
     inference_backends,
     prf,
@@ -78,7 +79,6 @@ def diagnostics(model: Any, scored: list[dict[str, Any]]) -> list[dict[str, Any]
     keeps the least support has more statements of the true answers to find fault with."""
 
     import numpy as np
-    from sklearn.metrics import roc_auc_score
 
     y = [r["label"] for r in scored]
     whole, least, mean = [], [], []
@@ -99,7 +99,7 @@ def diagnostics(model: Any, scored: list[dict[str, Any]]) -> list[dict[str, Any]
         ("model alone, least support of the answer's statements", least),
         ("model alone, mean support of the answer's statements", mean),
     ):
-        rows.append({"ranked by": label, "auroc": float(roc_auc_score(y, risk))})
+        rows.append({"ranked by": label, "auroc": auroc(y, risk)})
     for hallucinated in (0, 1):
         part = [r for r in scored if r["label"] == hallucinated]
         rows.append(
@@ -124,8 +124,6 @@ def main() -> None:
         help="skip the second table (answer length, the model alone on whole answers)",
     )
     args = parser.parse_args()
-
-    from sklearn.metrics import roc_auc_score
 
     from core.backends.embedder import get_embedder
     from core.grounding import GroundingVerifier
@@ -159,7 +157,7 @@ def main() -> None:
             part = [r for r in scored if subset == "test (all)" or r["difficulty"] == subset]
             y = [r["label"] for r in part]
             p, r_, f = prf(y, [r["flag"] for r in part])
-            auc = roc_auc_score(y, [r["risk"] for r in part]) if len(set(y)) > 1 else float("nan")
+            auc = auroc(y, [r["risk"] for r in part])
             rows.append(
                 {
                     "verifier": name,

@@ -668,7 +668,8 @@ CORPORA: tuple[str, ...] = tuple(_MAKERS)
 def _scifact_test(root: Path, rng: random.Random) -> Iterable[Pair]:
     docs = _scifact_corpus(root)
     for row in _json_records(root, "SciFact/multivers_test_labels/claims_test.jsonl", test=True):
-        claim, evidence, cited = _clean(row["claim"]), row["evidence"], row["cited_doc_ids"]
+        claim, evidence = _clean(row["claim"]), row["evidence"]
+        cited = row.get("cited_doc_ids", [])
         yield from _rationale_pairs(claim, evidence, cited, docs, rng, "scifact", "test")
 
 
