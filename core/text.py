@@ -731,6 +731,50 @@ def split_statements(text: str) -> list[Span]:
 
 # --- words -------------------------------------------------------------------------------
 
+# Words that name no fact on their own: pronouns, auxiliaries, articles, the words of a reply
+# ("yes", "no", "sure", "of course") and of greeting and thanks. A statement of these alone
+# ("Yes.", "It is.", "Thank you!") says nothing the sources could bear out.
+_REPLY_WORDS = frozenset(
+    """
+    a an the i you we he she it they me us him her them my your our his its their this that
+    these those there here is are was were be been am do does did has have had will would can
+    could should may might shall must not no yes yeah yep yup nope ok okay sure alright
+    indeed exactly certainly absolutely true of course oh ah um uh mm hmm lol haha hi hello
+    hey thanks thank welcome please sorry bye goodbye too so also just and or but kind sort
+    """.split()
+)
+# a question that reports what someone knows or heard asks about a claim it makes ("Did you
+# know that the dunk was banned?"): that claim is to be borne out like any other
+_CLAIM_IN_QUESTION_RE = re.compile(
+    r"\b(?:know|knew|known|heard|hear|aware|reali[sz]e|realized|realised|true|right)\b", re.I
+)
+_REPLY_TOKEN_RE = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d", re.UNICODE)
+
+
+def _replies_only(text: str) -> bool:
+    words = _REPLY_TOKEN_RE.findall(text.lower())
+    return all(w in _REPLY_WORDS or w.split("'")[0] in _REPLY_WORDS for w in words)
+
+
+def asserts_nothing(statement: str) -> bool:
+    """Whether a statement says nothing that sources could bear out: a bare reply or greeting
+    ("Yes.", "It is.", "Thank you!"), or a question that makes no claim, however it opens
+    ("Hi, have you seen it?"). What a question takes for granted ("What makes it worse?") is
+    not read as a claim: on dialogue systems' real responses, reading it so ranked them worse.
+    "Did you know that ...?" asks about a claim it makes, and a statement before the question
+    ("Canada is in North America, do you live there?") is one. A statement under a label
+    ("Allergies: none") always says something."""
+    text = statement.strip()
+    if not text or split_label(text)[0] is not None:
+        return False
+    if not text.endswith("?"):
+        return _replies_only(text)
+    if _CLAIM_IN_QUESTION_RE.search(text):
+        return False
+    *before, _ = re.split(r"[,;:]", text)
+    return all(_replies_only(part) for part in before)
+
+
 _WORD_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*(?:/\d+(?:\.\d+)?)?%?|[a-z]+(?:'[a-z]+)?|[?,;:]", re.I)
 
 

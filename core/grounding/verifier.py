@@ -51,7 +51,14 @@ from core.grounding.support import (
     unsupported_words,
 )
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
-from core.text import Span, normalize, normalize_with_map, short_hash, split_sentences
+from core.text import (
+    Span,
+    asserts_nothing,
+    normalize,
+    normalize_with_map,
+    short_hash,
+    split_sentences,
+)
 from core.text import split_statements as _split_statements
 
 if TYPE_CHECKING:
@@ -429,10 +436,20 @@ class GroundingVerifier:
     # -- public API ------------------------------------------------------------------------
 
     def split_statements(self, answer: str) -> list[Span]:
-        """The answer's statements with offsets (see :func:`core.text.split_statements`)."""
-        if self.split == "sentences":
-            return split_sentences(answer)
-        return _split_statements(answer)
+        """The answer's statements with offsets (see :func:`core.text.split_statements`),
+        without those that assert nothing while another statement says something."""
+        return self._statements(answer)[0]
+
+    def _statements(self, answer: str) -> tuple[list[Span], int]:
+        """The statements to verify, and how many sentences were passed over because they
+        assert nothing (:func:`core.text.asserts_nothing`: a bare reply, a greeting, a
+        question that makes no claim). Sources cannot bear out "Yes." or "Have you seen
+        it?": verified, such a sentence was flagged, and an answer's least support was its
+        and not that of its claims. An answer of nothing else keeps them all, to be verified
+        (and flagged) as before: a bare "Yes." may answer a question the verifier never sees."""
+        spans = split_sentences(answer) if self.split == "sentences" else _split_statements(answer)
+        said = [span for span in spans if not asserts_nothing(span.text)]
+        return (said, len(spans) - len(said)) if said else (spans, 0)
 
     def verify(self, answer: str, sources: Sequence[SourceChunk]) -> GroundingResult:
         """Ground every statement of ``answer`` in ``sources``.
@@ -445,26 +462,38 @@ class GroundingVerifier:
 
     def _prepare(
         self, answer: str, sources: Sequence[SourceChunk]
-    ) -> tuple[str, list[Span], _SourceIndex]:
-        """The checked answer, its statements and its sources' index."""
+    ) -> tuple[str, list[Span], _SourceIndex, int]:
+        """The checked answer, its statements, its sources' index, and how many of its
+        sentences assert nothing and are passed over."""
         if not isinstance(answer, str):
             raise ValueError("answer: must be a string")
-        statements = self.split_statements(answer)
+        statements, passed_over = self._statements(answer)
         if not statements:
             raise ValueError("answer: contains no statement to verify")
         _check_sources(sources)
-        return answer, statements, self._index(sources)
+        return answer, statements, self._index(sources), passed_over
 
     def _index(self, sources: Sequence[SourceChunk]) -> _SourceIndex:
         return _SourceIndex(sources, self.window, self.structured)
 
     def _verify_index(
-        self, answer: str, statements: list[Span], index: _SourceIndex, *, started: float
+        self,
+        answer: str,
+        statements: list[Span],
+        index: _SourceIndex,
+        passed_over: int,
+        *,
+        started: float,
     ) -> GroundingResult:
         """Ground the prepared answer (``started``: when its own check began, for the log)."""
         sources = index.sources
         checks: dict[str, CheckStatus] = {}
         warnings: list[str] = []
+        if passed_over:
+            warnings.append(
+                f"{passed_over} sentence{'s' if passed_over > 1 else ''} not verified: "
+                "a reply, greeting or question that asserts nothing the sources could bear out"
+            )
         results = self._verify_all(statements, index, checks, warnings)
         result = _assemble(results, checks, warnings, self.grounding_threshold, bool(sources))
         log.info(
@@ -514,7 +543,7 @@ class GroundingVerifier:
         if self.embedder is not None:
             texts = [
                 text
-                for _, statements, index in prepared
+                for _, statements, index, _ in prepared
                 for text in (*(s.text for s in statements), *index.sentence_texts())
             ]
             if texts:
@@ -527,7 +556,7 @@ class GroundingVerifier:
             results += [self._verify_index(*p, started=time.perf_counter()) for p in group]
         return results
 
-    def _score_batch(self, prepared: Sequence[tuple[str, list[Span], _SourceIndex]]) -> None:
+    def _score_batch(self, prepared: Sequence[tuple[str, list[Span], _SourceIndex, int]]) -> None:
         """The learned model's pairs of many answers, scored in one call: sorted by length
         across the answers, its batches are padded less than one answer's few pairs alone.
         The model keeps the scores, so each answer's own pass reads them back unchanged; a
@@ -535,7 +564,7 @@ class GroundingVerifier:
         if self.learned is None:
             return
         pairs: list[tuple[str, str]] = []
-        for _, statements, index in prepared:
+        for _, statements, index, _ in prepared:
             if not index.sources or not index.units:
                 continue
             open_ = [

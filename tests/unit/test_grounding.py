@@ -246,6 +246,24 @@ def test_coordinated_claims_are_checked_one_by_one(verifier: GroundingVerifier) 
     assert result.grounding_score == 0.5
 
 
+def test_what_asserts_nothing_is_passed_over_and_said_so(verifier: GroundingVerifier) -> None:
+    answer = "Yes. He takes metformin. Would you like his labs?"
+    result = verifier.verify(answer, [SourceChunk("note-1", NOTE)])
+    assert [s.statement for s in result.statements] == ["He takes metformin."]
+    assert [(s.start, s.end) for s in result.statements] == [(5, 24)]
+    assert result.overall_grounded and result.grounding_score == 1.0
+    assert result.warnings[0].startswith("2 sentences not verified: a reply, greeting")
+    assert [s.text for s in verifier.split_statements(answer)] == ["He takes metformin."]
+
+
+def test_an_answer_of_nothing_but_a_reply_is_still_verified(verifier: GroundingVerifier) -> None:
+    """A bare "Yes." may answer a question the verifier never sees: it is not passed over."""
+    result = verifier.verify("Yes.", [SourceChunk("note-1", NOTE)])
+    assert [s.statement for s in result.statements] == ["Yes."]
+    assert result.statements[0].status == "unsupported"
+    assert not any("not verified" in w for w in result.warnings)
+
+
 def test_without_embedder_semantic_tier_is_unavailable() -> None:
     result = GroundingVerifier().verify("Swelling of the left knee.", [SourceChunk("note-1", NOTE)])
     assert result.checks["semantic"].status == "unavailable"

@@ -9,6 +9,7 @@ import pytest
 
 from core.text import (
     as_prose,
+    asserts_nothing,
     fact_label,
     normalize,
     normalize_with_map,
@@ -455,3 +456,41 @@ def test_only_short_texts_are_cached() -> None:
     assert calls == [10, 10]  # the second call came from the cache; the option is its own key
     assert [length(long), length(long)] == [SHORT_TEXT + 1] * 2
     assert calls == [10, 10, SHORT_TEXT + 1, SHORT_TEXT + 1]  # a long text is never kept
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "Yes.",
+        "It is.",
+        "yes, he was",
+        "Thank you!",
+        "Hello, how are you?",
+        "Have you seen it?",
+        "Me too, have you seen Mean Girls?",
+        "Would you like me to summarise the labs?",
+        "What makes it worse?",
+    ],
+)
+def test_a_bare_reply_greeting_or_question_asserts_nothing(statement: str) -> None:
+    assert asserts_nothing(statement)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "She is fine.",
+        "It was 5.",
+        "None.",
+        "Allergies: No.",
+        "Did you know that the dunk was banned?",
+        "Is that true?",
+        "Canada is in North America, do you live there?",
+        "Plan: recheck A1c in 3 months.",
+        "",
+    ],
+)
+def test_a_claim_a_number_a_label_or_a_question_about_a_claim_asserts_something(
+    statement: str,
+) -> None:
+    assert not asserts_nothing(statement)
