@@ -251,7 +251,8 @@ def test_what_asserts_nothing_is_passed_over_and_said_so(verifier: GroundingVeri
     result = verifier.verify(answer, [SourceChunk("note-1", NOTE)])
     assert [s.statement for s in result.statements] == ["He takes metformin."]
     assert [(s.start, s.end) for s in result.statements] == [(5, 24)]
-    assert result.overall_grounded and result.grounding_score == 1.0
+    assert result.overall_grounded
+    assert result.grounding_score == 1.0
     assert result.warnings[0].startswith("2 sentences not verified: a reply, greeting")
     assert [s.text for s in verifier.split_statements(answer)] == ["He takes metformin."]
 
