@@ -741,8 +741,10 @@ _REPLY_WORDS = frozenset(
     could should may might shall must not no yes yeah yep yup nope ok okay sure alright
     indeed exactly certainly absolutely true of course oh ah um uh mm hmm lol haha hi hello
     hey thanks thank welcome please sorry bye goodbye too so also just and or but kind sort
+    know think guess wow cool nice awesome interesting neat
     """.split()
 )
+
 # a question that reports what someone knows or heard asks about a claim it makes ("Did you
 # know that the dunk was banned?"): that claim is to be borne out like any other
 _CLAIM_IN_QUESTION_RE = re.compile(
@@ -752,8 +754,13 @@ _REPLY_TOKEN_RE = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d", re.UNICODE)
 
 
 def _replies_only(text: str) -> bool:
-    words = _REPLY_TOKEN_RE.findall(text.lower())
-    return all(w in _REPLY_WORDS or w.split("'")[0] in _REPLY_WORDS for w in words)
+    words = _REPLY_TOKEN_RE.findall(text.lower().replace("\u2019", "'"))
+    return all(
+        w in _REPLY_WORDS
+        or w.split("'")[0] in _REPLY_WORDS
+        or (w.endswith("n't") and w[:-3] in _REPLY_WORDS | {"ca", "wo", "ai"})
+        for w in words
+    )
 
 
 def asserts_nothing(statement: str) -> bool:

@@ -470,6 +470,9 @@ def test_only_short_texts_are_cached() -> None:
         "Me too, have you seen Mean Girls?",
         "Would you like me to summarise the labs?",
         "What makes it worse?",
+        "I don't know.",
+        "That’s cool.",
+        "I guess so.",
     ],
 )
 def test_a_bare_reply_greeting_or_question_asserts_nothing(statement: str) -> None:
@@ -481,6 +484,8 @@ def test_a_bare_reply_greeting_or_question_asserts_nothing(statement: str) -> No
     [
         "She is fine.",
         "It was 5.",
+        "He doesn't smoke.",
+        "She is great.",
         "None.",
         "Allergies: No.",
         "Did you know that the dunk was banned?",
