@@ -750,6 +750,8 @@ _REPLY_WORDS = frozenset(
 _CLAIM_IN_QUESTION_RE = re.compile(
     r"\b(?:know|knew|known|heard|hear|aware|reali[sz]e|realized|realised|true|right)\b", re.I
 )
+# what is left of "can't", "won't", "ain't" without "n't" (the rest are reply words as they are)
+_NEGATED_REPLY_WORDS = _REPLY_WORDS | {"ca", "wo", "ai"}
 _REPLY_TOKEN_RE = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d", re.UNICODE)
 
 
@@ -758,7 +760,7 @@ def _replies_only(text: str) -> bool:
     return all(
         w in _REPLY_WORDS
         or w.split("'")[0] in _REPLY_WORDS
-        or (w.endswith("n't") and w[:-3] in _REPLY_WORDS | {"ca", "wo", "ai"})
+        or (w.endswith("n't") and w[:-3] in _NEGATED_REPLY_WORDS)
         for w in words
     )
 
