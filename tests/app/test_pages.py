@@ -218,7 +218,7 @@ def test_upload_answer_grounding_without_model(seeded_db, use_db):
         ("visit.json", json.dumps({"transcript": TRANSCRIPT}).encode(), "application/json")
     )
     at.text_area(key="upload_answer_text").input(
-        "Still on the lisinopril 10 mg? <b>He takes warfarin.</b>"
+        "Still on the lisinopril 10 mg? Yes, every morning. <b>He takes warfarin.</b>"
     )
     at.run()
     no_errors(at)
@@ -228,6 +228,8 @@ def test_upload_answer_grounding_without_model(seeded_db, use_db):
     assert "<b>" not in body
     assert 'class="gw-grounded"' in body
     assert 'class="gw-unsupported"' in body
+    # the question asserts nothing: it is passed over, and the page says so
+    assert any("1 sentence not verified" in w.value for w in at.warning)
 
 
 @pytest.mark.parametrize(
