@@ -659,6 +659,62 @@ def _said_of_another(
     return max(own, key=lambda h: len(h.context & q.context)) if own else None
 
 
+# Words that make a number a bound: "more than 80 %" is borne out by 82 %, not refuted by it.
+_BOUND_WORDS = {
+    "at least": 1,
+    "more than": 1,
+    "greater than": 1,
+    "higher than": 1,
+    "above": 1,
+    "exceeding": 1,
+    "in excess of": 1,
+    ">": 1,
+    ">=": 1,
+    "≥": 1,
+    "at most": -1,
+    "no more than": -1,
+    "not more than": -1,
+    "less than": -1,
+    "fewer than": -1,
+    "lower than": -1,
+    "below": -1,
+    "up to": -1,
+    "<": -1,
+    "<=": -1,
+    "≤": -1,
+}
+_BOUND_RE = re.compile(
+    r"(?<![\w])("
+    + "|".join(re.escape(w) for w in sorted(_BOUND_WORDS, key=len, reverse=True))
+    + r")\s*(\d+(?:,\d{3})*(?:\.\d+)?)(?![\d/])",
+    re.I,
+)
+
+
+def _bounds(text: str) -> dict[str, int]:
+    """The numbers a text gives as bounds, with their direction (1: the value is at least
+    this, -1: at most)."""
+    return {
+        _canonical(m.group(2)): _BOUND_WORDS[m.group(1).lower()]
+        for m in _BOUND_RE.finditer(digits(text, ordinals=False))
+    }
+
+
+_BOUND_STEMS = frozenset(stem(w) for words in _BOUND_WORDS for w in words.split() if w.isalpha())
+
+
+def _within(q: Quantity, direction: int, h: Quantity) -> bool:
+    """Whether ``h``, a value of the same unit said of the same thing (the words of the bound
+    aside), lies on the side of the bound ``q`` that ``direction`` names."""
+    of = q.context - _BOUND_STEMS
+    if h.unit != q.unit or not (h.context & of or not of):
+        return False
+    try:
+        return (float(h.value) - float(q.value)) * direction >= 0
+    except ValueError:
+        return False
+
+
 def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[str]) -> FactCheck:
     ranged = _compare_ranges(statement, evidence)
     if ranged is not None:
@@ -680,8 +736,12 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
     # "132/84" in a statement is borne out by "132 over 84" in speech.
     spoken = re.findall(r"(\d+)\s+over\s+(\d+)", digits(evidence))
     values = {h.value for h in have} | {_canonical(f"{a}/{b}") for a, b in spoken}
+    bounds = _bounds(statement) if wanted else {}
     for q in wanted:
         pool = counted if q.unit else have
+        direction = bounds.get(q.value)
+        if direction is not None and any(_within(q, direction, h) for h in pool):
+            continue  # "more than 80 %" against "82 %"
         if any(_same(q, h) for h in pool):
             other = _said_of_another(q, pool, wanted)
             if other is None:
