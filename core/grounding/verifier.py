@@ -780,6 +780,7 @@ class GroundingVerifier:
             elif (
                 rules is not None
                 and rules.status == "contradicted"
+                and rules.family not in NAME_FAMILIES
                 and (rules.family != "negation" or negation_ok)
             ):
                 status, method, reason = "contradicted", rules.method, rules.reason
@@ -806,6 +807,13 @@ class GroundingVerifier:
                 # statement is unsupported, and the reason says what the evidence names instead
                 status, method, reason = "unsupported", "unsupported", check.reason
                 said = check.said
+            elif (
+                rules is not None
+                and rules.status == "contradicted"
+                and rules.family in NAME_FAMILIES
+            ):  # the same, found by the rules in the passage they matched
+                status, method, reason = "unsupported", "unsupported", rules.reason
+                said = rules.said
             else:
                 status, method = "unsupported", "unsupported"
                 reason = f"the sources do not bear it out (support {support:.2f})"

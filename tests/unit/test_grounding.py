@@ -346,6 +346,23 @@ def test_fact_helpers() -> None:
     assert compare_facts("Has high blood pressure.", ["history of hypertension"]).status == "agree"
 
 
+@pytest.mark.parametrize(
+    ("statement", "evidence", "status"),
+    [
+        ("The film scored above 85.5% on 40 reviews.", "It holds 86% on 40 reviews.", "agree"),
+        ("It has a score lower than 70%.", "It holds a score of 65%.", "agree"),
+        ("She takes up to 4 tablets a day.", "She takes 3 tablets a day.", "agree"),
+        ("She takes up to 4 tablets a day.", "She takes 6 tablets a day.", "conflict"),
+        ("Pain for more than 3 days.", "She has had pain for 5 days.", "agree"),
+        ("She takes at least 20 mg of lisinopril.", "lisinopril 10 mg daily", "conflict"),
+    ],
+)
+def test_a_number_given_as_a_bound_is_borne_out_by_a_value_within_it(
+    statement: str, evidence: str, status: str
+) -> None:
+    assert compare_facts(statement, [evidence]).status == status
+
+
 def test_spoken_decimals_ordinals_and_a_week() -> None:
     said = ["the mass was point four by two by three centimeters and it started a week ago"]
     assert compare_facts("The mass was 0.4 by 2.0 by 3.0 cm.", said).status == "agree"
@@ -1528,3 +1545,23 @@ def test_a_batch_whose_scoring_fails_reports_the_tier_failed_in_each_answer() ->
     cases = [("He takes warfarin daily.", [SourceChunk("n", NOTE)])] * 2
     for result in GroundingVerifier(learned=_BrokenLearned()).verify_batch(cases):
         assert result.checks["learned"].status == "failed"
+
+
+def test_with_the_learned_tier_another_drug_named_leaves_a_statement_unsupported() -> None:
+    """The rules read "atorvastatin" against a note that names metformin as a conflict; it
+    does not make the statement false, so under the learned tier it is unsupported (as a fact
+    check of the model's own passage finds it), and the reason says what the note names."""
+    verifier = GroundingVerifier(
+        embedder=FakeEmbedder(),  # type: ignore[arg-type]
+        semantic_threshold=0.5,
+        learned=_DoubtsAll(),  # type: ignore[arg-type]
+    )
+    rules = GroundingVerifier(embedder=FakeEmbedder(), semantic_threshold=0.5)  # type: ignore[arg-type]
+    statement = "Takes atorvastatin 500 mg b.i.d. daily."
+    (by_rules,) = rules.verify(statement, [SourceChunk("note-1", NOTE)]).statements
+    assert by_rules.status == "contradicted"
+    assert by_rules.reason is not None
+    assert "atorvastatin" in by_rules.reason
+    (learned,) = verifier.verify(statement, [SourceChunk("note-1", NOTE)]).statements
+    assert learned.status == "unsupported"
+    assert learned.reason == by_rules.reason
