@@ -159,7 +159,7 @@ def main() -> None:
             pairs = [p for p in every if p.split == "dev"]
         if args.limit and len(pairs) > args.limit:
             pairs = random.Random(args.seed).sample(pairs, args.limit)
-        # a response with nothing to check ("Hi!", a question) is no answer to verify
+        # a response with no words (an empty one) has no statement to verify
         checkable = [p for p in pairs if learned_verifier.split_statements(p.statement)]
         left_out[corpus] = len(pairs) - len(checkable)
         pairs = checkable
