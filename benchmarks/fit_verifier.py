@@ -7,13 +7,18 @@ one monotone step function per signal on the log-odds scale (boosted one-split t
 held to its signal's sign; ``--combination linear``: a weight per signal, the logistic fit of
 the earlier versions), fitted here on dev rows only (ACI-Bench ``valid.csv``, the MTS-Dialog
 dev encounters of :func:`core.grounding.splits.split_of`, PriMock57's day 4, MedHallu rows
-5-6), gives each statement its calibrated probability of support. The threshold is the one
-with the best F1 whose false alarms on real reference sentences of the dev visits stay within
-``--max-false-alarms`` (10 %, the ceiling the benchmarks hold the verifier to). Everything is
-written into ``core/data/verifier/verifier.json``.
+5-6), gives each statement its calibrated probability of support. With ``--general SHARE``
+the dev parts of the claim/evidence corpora (``verifier_corpora.py``: real claims, citing
+sentences and dialogue responses against their evidence, which the model never trains on)
+join the fit, together weighing SHARE times the clinical rows, each corpus the same: the
+clinical rows' hallucinations are generated, theirs are real. The threshold is the one with
+the best F1 on the clinical dev rows whose false alarms on real reference sentences of the
+dev visits stay within ``--max-false-alarms`` (10 %, the ceiling the benchmarks hold the
+verifier to), and the vetoes are read off the clinical rows alone. Everything is written
+into ``core/data/verifier/verifier.json``.
 
     python benchmarks/fit_verifier.py --data ../shared/data [--families numbers,negation,...]
-                                      [--combination stumps|linear]
+                                      [--combination stumps|linear] [--general 1]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from _common import base_parser, print_table, require_data, support_model
+from verifier_corpora import CORPORA, load_corpus
 from verifier_data import (
     benchmark_items,
     labelled_note,
@@ -99,6 +105,48 @@ def dev_cases(
                 )
             )
     return cases
+
+
+def general_cases(
+    data: Path, seed: int, *, limit: int = 0
+) -> list[tuple[str, list[Any], list[DevItem]]]:
+    """The dev parts of the claim/evidence corpora (``verifier_corpora.CORPORA``; the model
+    never trains on them), each pair as one case of one statement read whole against its
+    evidence, in group ``general/<corpus>``; at most ``limit`` pairs per corpus (0: every
+    one)."""
+    from core.grounding import SourceChunk
+
+    root = require_data(data, "verification")
+    cases: list[tuple[str, list[Any], list[DevItem]]] = []
+    for corpus in CORPORA:
+        pairs = [p for p in load_corpus(corpus, root, rng=random.Random(seed)) if p.split == "dev"]
+        if limit and len(pairs) > limit:
+            pairs = random.Random(seed).sample(pairs, limit)
+        for p in pairs:
+            sources = [SourceChunk("e", p.evidence, "document")]
+            cases.append(
+                (f"{GENERAL}/{corpus}", sources, [(p.statement, 1 - p.label, p.kind, 1.0)])
+            )
+    return cases
+
+
+GENERAL = "general"  # group prefix of the claim/evidence corpora's dev rows
+
+
+def clinical(row: dict[str, Any]) -> bool:
+    """A row of the clinical dev sources (ACI-Bench, MTS-Dialog, PriMock57, MedHallu)."""
+    return not row["group"].startswith(f"{GENERAL}/")
+
+
+def weigh_general(rows: list[dict[str, Any]], share: float) -> None:
+    """Give the general corpora's rows, together, ``share`` times the clinical rows' weight
+    in the fit, each corpus the same part of it (so that no one corpus, nor the largest,
+    decides the combination)."""
+    total = sum(r.get("weight", 1.0) for r in rows if clinical(r))
+    groups = Counter(r["group"] for r in rows if not clinical(r))
+    for r in rows:
+        if not clinical(r):
+            r["weight"] = share * total / len(groups) / groups[r["group"]]
 
 
 def collect(verifier: Any, cases: list[Any]) -> list[dict[str, Any]]:
@@ -256,6 +304,7 @@ def vetoes(rows: list[dict[str, Any]], families: Sequence[str]) -> dict[str, flo
     conflict. A family qualifies when its conflicts fall on at most
     :data:`VETO_MAX_REAL_SHARE` of the real dev sentences, averaged over the dev sources
     (MedHallu aside)."""
+    rows = [r for r in rows if clinical(r)]
     real: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         if r["label"] == 0 and r["group"] != "medhallu":
@@ -326,6 +375,7 @@ def fit(
             "vetoes": vetoes(rows, families),
         }
     )
+    rows = [r for r in rows if clinical(r)]  # the threshold answers for the clinical rows
     support = np.array(
         [
             combine(dict(r["signals"]), params)[0]
@@ -377,6 +427,17 @@ def main() -> None:
         help="a monotone step function per signal (boosted one-split trees), or a weight per "
         "signal (the logistic fit of the earlier versions)",
     )
+    parser.add_argument(
+        "--general",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="also fit on the claim/evidence corpora's dev parts, together weighing SHARE "
+        "times the clinical dev rows (0: clinical rows only)",
+    )
+    parser.add_argument(
+        "--general-limit", type=int, default=500, help="dev pairs per corpus (0: every one)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print, do not write")
     args = parser.parse_args()
 
@@ -389,7 +450,11 @@ def main() -> None:
     model = support_model()
     verifier = GroundingVerifier(embedder=get_embedder(), learned=model, fact_families=families)
     verifier.combination = None  # raw signals
-    rows = collect(verifier, dev_cases(args.data, args.seed, every=args.every_hallucination))
+    cases = dev_cases(args.data, args.seed, every=args.every_hallucination)
+    if args.general:
+        cases += general_cases(args.data, args.seed, limit=args.general_limit)
+    rows = collect(verifier, cases)
+    weigh_general(rows, args.general)
     signals = tuple(args.signals.split(",")) if args.signals else None
     params, table, dev_f1 = fit(
         rows,
@@ -408,15 +473,19 @@ def main() -> None:
     settings = json.loads(path.read_text("utf-8"))
     settings["combination"] = {
         **params,
-        "fitted_on": {
-            g: sum(r["group"] == g for r in rows) for g in ("aci", "mts", "primock", "medhallu")
-        },
+        "fitted_on": dict(sorted(Counter(r["group"] for r in rows).items())),
         "command": "python benchmarks/fit_verifier.py"
         + (f" --families {args.families}" if args.families else "")
         + (f" --signals {args.signals}" if args.signals else "")
         + (" --clean-positives" if args.clean_positives else "")
         + (" --every-hallucination" if args.every_hallucination else "")
-        + (" --combination linear" if args.combination == "linear" else ""),
+        + (" --combination linear" if args.combination == "linear" else "")
+        + (f" --general {args.general:g}" if args.general else "")
+        + (
+            f" --general-limit {args.general_limit}"
+            if args.general and args.general_limit != 500
+            else ""
+        ),
     }
     path.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     print(f"wrote the combination into {path}")

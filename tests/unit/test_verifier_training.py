@@ -555,6 +555,51 @@ def test_only_a_family_that_rarely_fires_on_real_sentences_vetoes() -> None:
     assert found == {"numbers": 0.1, "conditions": round(1 / 19, 4)}
 
 
+def test_general_corpora_weigh_as_told_and_neither_veto_nor_set_the_threshold() -> None:
+    from fit_verifier import fit, vetoes, weigh_general
+
+    def row(label: int, group: str, model: float, **signals: float) -> dict[str, object]:
+        kind = "reference" if label == 0 and not group.startswith("general/") else "k"
+        return {
+            "group": group,
+            "label": label,
+            "kind": kind,
+            "weight": 1.0,
+            "status": "unsupported",
+            "signals": {"model": model, **signals},
+        }
+
+    rng = random.Random(3)
+    clinical = [row(0, "aci", rng.uniform(0.3, 0.99)) for _ in range(149)]
+    clinical += [row(0, "aci", 0.9, conflict_numbers=1.0)]
+    clinical += [row(1, "aci", rng.uniform(0.01, 0.7)) for _ in range(141)]
+    clinical += [row(1, "aci", 0.5, conflict_numbers=1.0) for _ in range(9)]
+    general = [row(0, "general/a", 0.9, conflict_numbers=1.0) for _ in range(10)]
+    general += [row(1, "general/a", 0.1) for _ in range(30)]
+    general += [row(0, "general/b", 0.9) for _ in range(60)]
+    weigh_general(clinical + general, 0.5)
+    by_group = Counter()
+    for r in general:
+        by_group[r["group"]] += r["weight"]
+    # 0.5 x the 300 clinical rows' weight, shared equally by the two corpora
+    assert by_group["general/a"] == pytest.approx(75.0)
+    assert by_group["general/b"] == pytest.approx(75.0)
+    assert all(r["weight"] == 1.0 for r in clinical)
+    # a check firing on the general corpora's supported claims does not stop it vetoing
+    # (1 of the 150 real clinical sentences, 1 real among its 10 conflicts)
+    assert vetoes(clinical + general, ["numbers"]) == {"numbers": 0.1}
+    # the threshold answers for the clinical rows alone: its F1 is theirs, not the corpora's
+    from core.grounding.verifier import combine
+
+    params, _, f1 = fit(clinical + general, [], max_false_alarms=0.1, signals=["model"])
+    flagged = [not combine(r["signals"], params)[1] for r in clinical]
+    tp = sum(f and r["label"] for f, r in zip(flagged, clinical, strict=True))
+    fp = sum(f and not r["label"] for f, r in zip(flagged, clinical, strict=True))
+    fn = sum(not f and r["label"] for f, r in zip(flagged, clinical, strict=True))
+    assert f1 == pytest.approx(2 * tp / (2 * tp + fp + fn))
+    assert fp / 150 <= 0.1
+
+
 VISIT = (
     "Doctor: Do you have diabetes? Patient: Yes, I take metformin twice a day. "
     "Doctor: Any allergies? Patient: Penicillin gives me a rash. "
