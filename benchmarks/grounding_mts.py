@@ -37,6 +37,13 @@ under the label of the kind it is most often mistaken for ("Medications: penicil
 hallucination), and that swapped statement against the dialogue made to say it (flagging it
 then is a false alarm).
 
+A fifth table asks whether a question is read as a finding: every real sentence that rests
+on the patient's bare yes or no to a question of the doctor's ("No known drug allergies."
+after "Any allergies to medications?" "No."), against the dialogue as it is and with that
+answer replaced by one that answers nothing ("Sorry, you broke up there."). Flagged then, the
+sentence is a clinician's question reported as a fact, an error generated consultation notes
+make.
+
 With ``--sets primock`` (in the default) the same is measured on PriMock57's test
 consultations (day 5): clinicians' own shorthand notes of mock primary-care consultations
 against their manual transcripts, a style of note no other set has.
@@ -61,6 +68,7 @@ from verifier_data import (
     note_statements,
     primock_encounters,
     under_label,
+    withdrawn_answer,
 )
 
 SETS = {
@@ -295,6 +303,40 @@ def label_reading(verifier: Any, cases: list[tuple[str, str, int, str | None]]) 
     }
 
 
+def answer_cases(rows: list[dict[str, str]], seed: int) -> list[tuple[str, str, str]]:
+    """(statement, dialogue, dialogue without the answer) for each real reference sentence
+    that rests on the patient's yes or no to a question of the doctor's, with that answer
+    replaced by one that answers nothing (:func:`verifier_data.withdrawn_answer`)."""
+    rng = random.Random(seed)
+    out = []
+    for r in rows:
+        for s in note_statements(r["section_text"]):
+            withdrawn = withdrawn_answer(s, r["dialogue"], rng)
+            if withdrawn is not None:
+                out.append((s, r["dialogue"], withdrawn))
+    return out
+
+
+def answer_reading(verifier: Any, cases: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """Share of the sentences flagged against the dialogue as it is (false alarms) and with
+    the patient's answer withdrawn (the sentence is then a question reported as a fact)."""
+    from core.grounding import SourceChunk
+
+    answered, withdrawn = [], []
+    for text, dialogue, without in cases:
+        (a,) = verifier.verify_statements([text], [SourceChunk("d", dialogue, "transcript")])
+        (w,) = verifier.verify_statements([text], [SourceChunk("d", without, "transcript")])
+        answered.append(int(not a.is_grounded))
+        withdrawn.append(int(not w.is_grounded))
+    n = len(cases)
+    return {
+        "n": n,
+        "flagged, answered": sum(answered) / n,
+        "flagged, answer withdrawn": sum(withdrawn) / n,
+        "follows evidence": (sum(withdrawn) - sum(answered)) / n,
+    }
+
+
 def load_set(data: Any, key: str) -> list[dict[str, str]]:
     """The rows of MTS-Dialog test set ``key`` ("1" or "2"), or with ``key`` "primock" the
     test consultations of PriMock57 (day 5: a clinician's whole note against the merged
@@ -344,6 +386,7 @@ def main() -> None:
     summary = []
     reading: list[dict[str, Any]] = []
     labelled: list[dict[str, Any]] = []
+    asked: list[dict[str, Any]] = []
     whole: list[dict[str, Any]] = []
     details: dict[str, Any] = {}
     for key in args.sets.split(","):
@@ -353,6 +396,7 @@ def main() -> None:
         cases = test_cases(rows, args.seed)
         said = said_cases(rows[: args.said], args.seed) if args.said else []
         facts = label_cases(rows, args.seed)
+        answers = answer_cases(rows, args.seed)
         n_real = sum(k is None for _, items in cases for _, k, _ in items)
         n_hall = sum(k is not None for _, items in cases for _, k, _ in items)
         baseline = prf([0] * n_real + [1] * n_hall, [1] * (n_real + n_hall))
@@ -399,6 +443,10 @@ def main() -> None:
             if facts:
                 labelled.append(
                     {"set": set_name(key), "verifier": label, **label_reading(verifier, facts)}
+                )
+            if answers:
+                asked.append(
+                    {"set": set_name(key), "verifier": label, **answer_reading(verifier, answers)}
                 )
             summary.append(
                 {
@@ -465,6 +513,21 @@ def main() -> None:
             "another kind; 'flagged, said': the swapped ones against the dialogue made to say "
             "them (lower is better)",
         )
+    if asked:
+        print_table(
+            asked,
+            [
+                "set",
+                "verifier",
+                "n",
+                "flagged, answered",
+                "flagged, answer withdrawn",
+                "follows evidence",
+            ],
+            "Questions reported as facts: real sentences that rest on the patient's yes or no, "
+            "against the dialogue as it is and with that answer withdrawn (higher 'follows "
+            "evidence' is better)",
+        )
     if args.json:
         print_json(
             {
@@ -472,6 +535,7 @@ def main() -> None:
                 "sections": whole,
                 "reading": reading,
                 "labelled": labelled,
+                "asked": asked,
                 "details": details,
             }
         )

@@ -363,6 +363,13 @@ def main() -> None:
         help="passed to verifier_data.py: scales how often facts are tied wrongly (1: as weighted)",
     )
     parser.add_argument(
+        "--withdrawn-share",
+        type=float,
+        default=0.0,
+        help="passed to verifier_data.py: share of positives resting on a yes or no also shown "
+        "with that answer withdrawn (negatives; 0: the shipped model's)",
+    )
+    parser.add_argument(
         "--average-with",
         type=Path,
         nargs="+",
@@ -397,6 +404,8 @@ def main() -> None:
                 str(args.specifics_share),
                 "--tie-share",
                 str(args.tie_share),
+                "--withdrawn-share",
+                str(args.withdrawn_share),
             ],
             check=True,
         )

@@ -135,12 +135,16 @@ class Recipe:
     ``specifics_share``: that share of the positives also yields a changed specific and its
     counterpart (:func:`specific_rows`). ``tie_share``: the weights of :data:`TIE_KINDS` and
     the share of encounters whose every fact under a label is also swapped to another label
-    (1: as many as :data:`KIND_WEIGHTS` says, 0: none)."""
+    (1: as many as :data:`KIND_WEIGHTS` says, 0: none). ``withdrawn_share``: that share of the
+    positives that rest on the patient's bare yes or no to a question also against their
+    evidence with that answer withdrawn (:func:`withdrawn_answer`), as negatives: a question
+    is not a finding."""
 
     turned_share: float = 0.0
     both_turned: bool = False
     specifics_share: float = 0.0
     tie_share: float = 1.0
+    withdrawn_share: float = 0.0
 
     def kind_weights(self) -> dict[str, float]:
         """:data:`KIND_WEIGHTS`, those of :data:`TIE_KINDS` scaled by ``tie_share``."""
@@ -420,6 +424,11 @@ def encounter_rows(
         other = [r.evidence for r in rows if r.evidence != ev and novelty(s, [r.evidence]) > 0.6]
         if other:
             rows.append(Row(s, rng.choice(other), 0, enc.dataset, enc.split, "off_passage"))
+    ask = random.Random(f"{enc.file}/{enc.key}/withdrawn")  # after the rest: no draw moves
+    for s, ev in kept if recipe.withdrawn_share > 0 else []:
+        if ask.random() < recipe.withdrawn_share and (without := withdrawn_answer(s, ev, ask)):
+            counts["answer withdrawn (negative)"] += 1
+            rows.append(Row(s, without, 0, enc.dataset, enc.split, "answer_withdrawn"))
     if recipe.specifics_share > 0:
         rows += specific_rows(enc, statements, kept, recipe.specifics_share, counts)
     return rows
@@ -553,6 +562,60 @@ def counterfactual_evidence(
     if not pattern.search(evidence):
         return None
     return pattern.sub(new.replace("\\", "\\\\"), evidence)
+
+
+# Replies that leave a question open: what a withdrawn answer becomes (:func:`withdrawn_answer`).
+NON_ANSWERS = (
+    "Sorry, you broke up there.",
+    "Hmm, I'm not really sure.",
+    "I'd have to think about that.",
+    "Can we come back to that?",
+)
+_TURN_RE = re.compile(r"^(Doctor|Patient)\s*:\s*(.*)$")
+_QUESTION_RE = re.compile(r"[^.?!]*\?")
+
+
+def withdrawn_answer(statement: str, dialogue: str, rng: random.Random) -> str | None:
+    """``dialogue`` with the patient's bare yes or no to the question ``statement`` rests on
+    replaced by a reply that answers nothing (:data:`NON_ANSWERS`); None when there is no
+    such question. The question must be the doctor's, answered in the next turn by a reply
+    that asserts nothing else ("Yes.", "Nope.", "I do."), and the statement's words that the
+    dialogue says must be said, at least half of them, in that question alone: then what
+    bears the statement out is the answer, and without it nothing does ("No known drug
+    allergies." against "Doctor: Any allergies to medications?" "Patient: Sorry, you broke
+    up there."). A clinician's question is not a finding, and a note that reports one as a
+    fact is wrong: generated consultation notes do it ("symptoms mentioned reported as
+    fact"). Dialogues of "Doctor:" / "Patient:" lines only."""
+    from core.grounding.support import evidence_keys, statement_words
+    from core.text import asserts_nothing
+
+    lines = dialogue.split("\n")
+    turns = [_TURN_RE.match(line.strip()) for line in lines]
+    wanted = {key for key, _ in statement_words(statement)}
+    best: tuple[int, int] | None = None  # (words said in the question alone, its line)
+    for i in range(len(lines) - 1):
+        asked, reply = turns[i], turns[i + 1]
+        if asked is None or reply is None or (asked[1], reply[1]) != ("Doctor", "Patient"):
+            continue
+        answer = reply[2].strip()
+        if not answer or answer.endswith("?") or not asserts_nothing(answer):
+            continue
+        questions = " ".join(_QUESTION_RE.findall(asked[2]))
+        in_question = evidence_keys(questions) & wanted if questions else frozenset()
+        if not in_question:
+            continue
+        rest = [line for j, line in enumerate(lines) if j != i]
+        rest.append(_QUESTION_RE.sub(" ", asked[2]))  # what the doctor's turn asserts
+        elsewhere = frozenset().union(*(evidence_keys(line) for line in rest)) & wanted
+        alone = in_question - elsewhere
+        if alone and 2 * len(alone) >= len(in_question | elsewhere):
+            if best is None or len(alone) > best[0]:
+                best = (len(alone), i)
+    if best is None:
+        return None
+    i = best[1] + 1
+    lines[i] = f"Patient: {rng.choice(NON_ANSWERS)}"
+    return "\n".join(lines)
 
 
 # A flipped negation or hedge changed in the evidence by words would rarely read as speech.
@@ -727,6 +790,13 @@ def main() -> None:
         default=1.0,
         help="scales how often facts are tied wrongly: whose fact, what kind, which label",
     )
+    parser.add_argument(
+        "--withdrawn-share",
+        type=float,
+        default=0.0,
+        help="share of positives resting on a yes or no also shown with that answer withdrawn "
+        "(negatives)",
+    )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     counts: Counter[tuple[str, str, int]] = Counter()
@@ -743,6 +813,7 @@ def main() -> None:
                 both_turned=args.both_turned,
                 specifics_share=args.specifics_share,
                 tie_share=args.tie_share,
+                withdrawn_share=args.withdrawn_share,
             ),
         ):
             assert row.split in ("train", "dev"), row.split

@@ -757,3 +757,87 @@ def test_models_are_averaged_weight_by_weight_and_mismatches_are_named() -> None
         train_verifier.averaged([ones, {**other, "b.bias": torch.ones(5)}])
     with pytest.raises(ValueError, match="no models"):
         train_verifier.averaged([])
+
+
+ASKED = (
+    "Doctor: What brings you in today?\n"
+    "Patient: My right knee has been swollen for two weeks.\n"
+    "Doctor: Do you have any allergies to medications?\n"
+    "Patient: No.\n"
+    "Doctor: Any tingling in your feet?\n"
+    "Patient: Yes, twice a day.\n"
+    "Doctor: Do you smoke? I see you quit smoking years ago.\n"
+    "Patient: Yeah.\n"
+    "Doctor: Is the knee still swollen?\n"
+    "Patient: Yes.\n"
+)
+
+
+def test_an_answer_the_statement_rests_on_is_withdrawn_and_nothing_else_changes() -> None:
+    from verifier_data import NON_ANSWERS, withdrawn_answer
+
+    changed = withdrawn_answer("No known drug allergies.", ASKED, random.Random(1))
+    assert changed is not None
+    before, after = ASKED.split("\n"), changed.split("\n")
+    assert [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b] == [3]
+    assert after[3].removeprefix("Patient: ") in NON_ANSWERS
+    again = withdrawn_answer("No known drug allergies.", ASKED, random.Random(1))
+    assert again == changed  # seeded
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "Right knee swollen for two weeks.",  # asked, but the patient says it too
+        "Tingling in the feet twice a day.",  # the answer says more than yes or no
+        "He quit smoking years ago.",  # the doctor's turn asserts it besides asking
+        "No known heart disease.",  # no question asks it
+    ],
+)
+def test_no_answer_is_withdrawn_where_the_statement_does_not_rest_on_one(statement: str) -> None:
+    from verifier_data import withdrawn_answer
+
+    assert withdrawn_answer(statement, ASKED, random.Random(1)) is None
+
+
+def test_a_question_of_the_patient_or_a_dialogue_without_turns_gives_nothing() -> None:
+    from verifier_data import withdrawn_answer
+
+    asked_by_patient = "Patient: Do I need an X-ray of the knee?\nDoctor: Yes.\n"
+    assert (
+        withdrawn_answer("An X-ray of the knee was ordered.", asked_by_patient, random.Random(0))
+        is None
+    )
+    ascii_transcript = "[doctor] any allergies to medications ? [patient] no ."
+    assert withdrawn_answer("No known drug allergies.", ascii_transcript, random.Random(0)) is None
+
+
+def test_the_recipe_adds_withdrawn_answers_as_negatives_and_moves_nothing_else() -> None:
+    from types import SimpleNamespace
+
+    import verifier_data as vd
+
+    from core.grounding import GroundingVerifier
+
+    class SameDirection:  # every text one vector: each statement means what its evidence does
+        def encode(self, texts: list[str]) -> np.ndarray:
+            return np.full((len(texts), 4), 0.5)
+
+    verifier = SimpleNamespace(
+        evidence_texts=GroundingVerifier(embedder=None).evidence_texts, embedder=SameDirection()
+    )
+    note = "No known drug allergies. The right knee has been swollen for two weeks."
+    enc = vd.Encounter("mts", "train.csv", "7", "train", ASKED, note, "")
+
+    def rows(recipe: vd.Recipe) -> list[vd.Row]:
+        return vd.encounter_rows(enc, verifier, random.Random(5), [], Counter(), recipe)
+
+    plain, withdrawn = rows(vd.Recipe()), rows(vd.Recipe(withdrawn_share=1.0))
+    added = [r for r in withdrawn if r not in plain]
+    assert [r for r in withdrawn if r in plain] == plain
+    assert [(r.statement, r.label, r.kind) for r in added] == [
+        ("No known drug allergies.", 0, "answer_withdrawn")
+    ]
+    (positive,) = [r for r in plain if r.statement == added[0].statement and r.label == 1]
+    assert "Patient: No." in positive.evidence
+    assert "Patient: No." not in added[0].evidence
