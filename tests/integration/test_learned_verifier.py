@@ -92,6 +92,24 @@ def test_hallucinations_are_flagged(
         assert any(word in m for m in marked), marked
 
 
+ASKED = (
+    "Doctor: Do you get any tingling in your hands?\n"
+    "Patient: Well, the headache gets worse when I look at screens.\n"
+    "Doctor: And your mood, how has that been?\n"
+    "Patient: Fine, thanks.\n"
+)
+
+
+@KNOWN_MISS
+def test_a_question_never_answered_is_not_a_finding(verifier: GroundingVerifier) -> None:
+    # a clinician's question the patient never answered, reported as a finding: the model
+    # reads the question's words as the visit's (model card, "Questions reported as facts")
+    (result,) = verifier.verify_statements(
+        ["She reports tingling in her hands."], [SourceChunk("visit", ASKED, "transcript")]
+    )
+    assert result.status in ("unsupported", "contradicted"), result.signals
+
+
 def test_the_model_reads_a_statement_against_its_opposite(verifier: GroundingVerifier) -> None:
     visit = [SourceChunk("visit", VISIT, "transcript")]
     wrong, right = verifier.verify_statements(
