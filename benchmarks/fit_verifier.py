@@ -341,7 +341,8 @@ def fit(
     (:func:`monotone_stumps`); "linear": a weight per signal (:func:`signed_logistic`). With
     ``clean_positives`` the fit leaves out real sentences whose evidence does not say enough
     of them (as training does); the threshold still answers for every real sentence's false
-    alarms."""
+    alarms. Rows of the claim/evidence corpora (:func:`general_cases`) join the combination's
+    fit only: the vetoes and the threshold sweep read the clinical rows alone."""
     from core.grounding.verifier import COMBINED_SIGNALS, combine
 
     features = list(signals or COMBINED_SIGNALS)
