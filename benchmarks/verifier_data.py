@@ -572,7 +572,6 @@ NON_ANSWERS = (
     "Can we come back to that?",
 )
 _TURN_RE = re.compile(r"^(Doctor|Patient)\s*:\s*(.*)$")
-_QUESTION_RE = re.compile(r"[^.?!]*\?")
 
 
 def withdrawn_answer(statement: str, dialogue: str, rng: random.Random) -> str | None:
@@ -586,8 +585,9 @@ def withdrawn_answer(statement: str, dialogue: str, rng: random.Random) -> str |
     up there."). A clinician's question is not a finding, and a note that reports one as a
     fact is wrong: generated consultation notes do it ("symptoms mentioned reported as
     fact"). Dialogues of "Doctor:" / "Patient:" lines only."""
+    from core.assertion.dialogue import is_question
     from core.grounding.support import evidence_keys, statement_words
-    from core.text import asserts_nothing
+    from core.text import asserts_nothing, split_sentences
 
     lines = dialogue.split("\n")
     turns = [_TURN_RE.match(line.strip()) for line in lines]
@@ -600,12 +600,13 @@ def withdrawn_answer(statement: str, dialogue: str, rng: random.Random) -> str |
         answer = reply[2].strip()
         if not answer or answer.endswith("?") or not asserts_nothing(answer):
             continue
-        questions = " ".join(_QUESTION_RE.findall(asked[2]))
+        sentences = [x.text for x in split_sentences(asked[2])]
+        questions = " ".join(x for x in sentences if is_question(x))
         in_question = evidence_keys(questions) & wanted if questions else frozenset()
         if not in_question:
             continue
         rest = [line for j, line in enumerate(lines) if j != i]
-        rest.append(_QUESTION_RE.sub(" ", asked[2]))  # what the doctor's turn asserts
+        rest += [x for x in sentences if not is_question(x)]  # what the doctor's turn asserts
         elsewhere = frozenset().union(*(evidence_keys(line) for line in rest)) & wanted
         alone = in_question - elsewhere
         if alone and 2 * len(alone) >= len(in_question | elsewhere):
