@@ -233,8 +233,12 @@ _HEADER_RE = re.compile(
 _HEADING_RE = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]|$)")
 # a line all in bold or italics (a Markdown title: "**Summary of visit**")
 _EMPHASIZED_RE = re.compile(r"[ \t]*(\*{1,3}|_{1,3})(?=\S)((?:(?!\1).)+?)(?<=\S)\1[ \t]*")
-_SPEAKER_RE = re.compile(
-    r"^[ \t]*(?:\[[a-z_ ]{2,20}\]|(?:doctor|patient|dr|pt|nurse)\s*:)[ \t]*", re.I
+# a speaker's tag before a turn of a dialogue: "[doctor]", "Patient:", and the parties of a
+# visit with more than two ("Guest_family:", "Guest_family_2:", "Doctor_2:", "Physician:")
+SPEAKER_RE = re.compile(
+    r"^[ \t]*(?:\[[a-z_ ]{2,20}\]|(?:doctor|patient|dr|pt|nurse|physician|clinician|guest)"
+    r"(?:_[a-z0-9]+)*\d*\s*:)[ \t]*",
+    re.I,
 )
 _BOUNDARY_RE = re.compile(r"[.!?]+[\"')\]]*(?=\s)|[;]|\s\.\s")
 
@@ -491,7 +495,7 @@ def _segments(text: str) -> list[tuple[int, int, str | None]]:
         content_start = line_start
         new_unit = False
         own: str | None = None
-        marker = _BULLET_RE.match(body) or _SPEAKER_RE.match(body)
+        marker = _BULLET_RE.match(body) or SPEAKER_RE.match(body)
         if marker:
             content_start += marker.end()
             new_unit = True

@@ -10,7 +10,6 @@ here (:func:`read_negation`) and the claim audit asks :func:`denies`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,7 +17,7 @@ from typing import Literal
 
 from core.assertion.rules import load_rules
 from core.lexicon import load_lexicon
-from core.text import STOPWORDS, cached_for_short_texts, stem, token_spans, tokens
+from core.text import SPEAKER_RE, STOPWORDS, cached_for_short_texts, stem, token_spans, tokens
 
 Mark = bool | None | Literal["if"]
 """A token's reading: True asserted, False negated, None asked, "if" supposed."""
@@ -60,12 +59,11 @@ _ASKED_PARTICIPLES = _R.asked_participles  # "have you" asks when one of these f
 _NO_WORDS = _R.no_words
 _HESITATIONS = _R.hesitations
 _FILLERS = _R.fillers
-_SPEAKER_RE = re.compile(r"^\s*\[[a-z_ ]+\]\s*", re.I)
 
 
 def strip_speaker(sentence: str) -> str:
-    """A dialogue sentence without its speaker tag ("[doctor] ")."""
-    return _SPEAKER_RE.sub("", sentence)
+    """A dialogue sentence without its speaker tag ("[doctor] ", "Guest_family: ")."""
+    return SPEAKER_RE.sub("", sentence)
 
 
 @lru_cache(maxsize=1)

@@ -110,3 +110,10 @@ def test_a_question_answered_no_denies_what_it_asked() -> None:
     asked, replied = dialogue_polarity(("[doctor] any fever ?", "[patient] no ."))
     assert asked == {"fever": {False}}
     assert replied == {}
+
+
+def test_a_family_member_s_no_answers_the_question_too() -> None:
+    assert reply_answer("Guest_family: No.") is False
+    assert reply_answer("Guest_family_1: Yes.") is True
+    asked, _ = dialogue_polarity(("Doctor: Any diarrhea?", "Guest_family: None."))
+    assert asked == {"diarrhea": {False}}

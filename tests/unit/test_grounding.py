@@ -1387,7 +1387,9 @@ class _ReadsNegation:
 
 
 def test_a_statement_whose_opposite_the_evidence_bears_out_is_contradicted() -> None:
-    visit = [SourceChunk("v", "Doctor: Any chest pain? Patient: Yes, on the stairs.", "transcript")]
+    # a reply the rules do not read as a yes: what the model reads decides
+    said = "Doctor: Any chest pain? Patient: I'd say yes, on the stairs."
+    visit = [SourceChunk("v", said, "transcript")]
     verifier = GroundingVerifier(learned=_ReadsNegation())
     (wrong,) = verifier.verify("The patient denies chest pain.", visit).statements
     assert wrong.status == "contradicted"

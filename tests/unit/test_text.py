@@ -315,6 +315,21 @@ def test_speaker_tags_split_turns() -> None:
     assert texts(split_sentences(dialogue)) == ["any fever ?", "no .", "okay ."]
 
 
+def test_every_party_of_a_visit_is_a_speaker() -> None:
+    # visits with family members and a second clinician name their parties so
+    dialogue = (
+        "Doctor: Any fever?\nGuest_family: No.\nGuest_family_2: None.\n"
+        "Doctor_2: Any cough?\nGuest_clinician: Not that I saw."
+    )
+    assert texts(split_sentences(dialogue)) == [
+        "Any fever?",
+        "No.",
+        "None.",
+        "Any cough?",
+        "Not that I saw.",
+    ]
+
+
 def test_a_stop_set_off_by_a_space_ends_a_sentence() -> None:
     # transcripts write "no . let me ..."; "No." would otherwise read as an abbreviation
     said = "[patient] no . let me pull my notes out ."
