@@ -5,7 +5,10 @@ perturbing note sentences with a fixed seed: a number or dose changed, a negatio
 laterality swapped, a drug or a diagnosis replaced by one the dialogue never mentions. A
 sentence is flagged when the verifier does not find it grounded. Reported: precision, recall
 and F1 of the flagged class per perturbation type (each perturbed sentence against its own
-original), and the false-alarm rate on all unperturbed sentences.
+original), and the false-alarm rate on all unperturbed sentences. A last table takes the real
+sentences that rest on the patient's bare yes or no to a clinician's question and reads each
+against the dialogue as it is and with that answer withdrawn (``grounding_mts.py``'s fifth
+table, in ACI-Bench's "[doctor]" transcripts).
 
     python benchmarks/grounding_aci.py --data ../shared/data [--split dev|test] [--full]
 """
@@ -28,6 +31,7 @@ from _common import (
     require_data,
     support_model,
 )
+from grounding_mts import ANSWER_COLUMNS, ANSWER_TITLE, answer_cases, answer_reading
 
 DEV_FILES = ("train.csv", "valid.csv")
 TEST_FILES = ("clinicalnlp_taskB_test1.csv", "clef_taskC_test3.csv", "clinicalnlp_taskC_test2.csv")
@@ -336,8 +340,17 @@ def main() -> None:
             "statements/s",
         ],
     )
+    # a clinician's question reported as a fact, in ACI-Bench's "[doctor]" transcripts
+    answers = answer_cases([(r["note"], r["dialogue"]) for r in rows], args.seed)
+    asked = [
+        {"verifier": label, **answer_reading(verifier, answers)}
+        for label, verifier in verifiers.items()
+        if answers
+    ]
+    if asked:
+        print_table(asked, ["verifier", *ANSWER_COLUMNS], ANSWER_TITLE)
     if args.json:
-        print_json(results)
+        print_json({**results, "asked": asked})
 
 
 if __name__ == "__main__":

@@ -303,17 +303,18 @@ def label_reading(verifier: Any, cases: list[tuple[str, str, int, str | None]]) 
     }
 
 
-def answer_cases(rows: list[dict[str, str]], seed: int) -> list[tuple[str, str, str]]:
-    """(statement, dialogue, dialogue without the answer) for each real reference sentence
-    that rests on the patient's yes or no to a question of the doctor's, with that answer
-    replaced by one that answers nothing (:func:`verifier_data.withdrawn_answer`)."""
+def answer_cases(visits: list[tuple[str, str]], seed: int) -> list[tuple[str, str, str]]:
+    """(statement, dialogue, dialogue without the answer) for each real sentence of the
+    (note, dialogue) ``visits`` that rests on the patient's yes or no to a clinician's
+    question, with that answer replaced by one that answers nothing
+    (:func:`verifier_data.withdrawn_answer`)."""
     rng = random.Random(seed)
     out = []
-    for r in rows:
-        for s in note_statements(r["section_text"]):
-            withdrawn = withdrawn_answer(s, r["dialogue"], rng)
+    for note, dialogue in visits:
+        for s in note_statements(note):
+            withdrawn = withdrawn_answer(s, dialogue, rng)
             if withdrawn is not None:
-                out.append((s, r["dialogue"], withdrawn))
+                out.append((s, dialogue, withdrawn))
     return out
 
 
@@ -335,6 +336,14 @@ def answer_reading(verifier: Any, cases: list[tuple[str, str, str]]) -> dict[str
         "flagged, answer withdrawn": sum(withdrawn) / n,
         "follows evidence": (sum(withdrawn) - sum(answered)) / n,
     }
+
+
+ANSWER_COLUMNS = ("n", "flagged, answered", "flagged, answer withdrawn", "follows evidence")
+ANSWER_TITLE = (
+    "Questions reported as facts: real sentences that rest on the patient's yes or no, "
+    "against the dialogue as it is and with that answer withdrawn (higher 'follows "
+    "evidence' is better)"
+)
 
 
 def load_set(data: Any, key: str) -> list[dict[str, str]]:
@@ -396,7 +405,7 @@ def main() -> None:
         cases = test_cases(rows, args.seed)
         said = said_cases(rows[: args.said], args.seed) if args.said else []
         facts = label_cases(rows, args.seed)
-        answers = answer_cases(rows, args.seed)
+        answers = answer_cases([(r["section_text"], r["dialogue"]) for r in rows], args.seed)
         n_real = sum(k is None for _, items in cases for _, k, _ in items)
         n_hall = sum(k is not None for _, items in cases for _, k, _ in items)
         baseline = prf([0] * n_real + [1] * n_hall, [1] * (n_real + n_hall))
@@ -514,20 +523,7 @@ def main() -> None:
             "them (lower is better)",
         )
     if asked:
-        print_table(
-            asked,
-            [
-                "set",
-                "verifier",
-                "n",
-                "flagged, answered",
-                "flagged, answer withdrawn",
-                "follows evidence",
-            ],
-            "Questions reported as facts: real sentences that rest on the patient's yes or no, "
-            "against the dialogue as it is and with that answer withdrawn (higher 'follows "
-            "evidence' is better)",
-        )
+        print_table(asked, ["set", "verifier", *ANSWER_COLUMNS], ANSWER_TITLE)
     if args.json:
         print_json(
             {

@@ -367,7 +367,8 @@ def main() -> None:
         type=float,
         default=0.0,
         help="passed to verifier_data.py: share of positives resting on a yes or no also shown "
-        "with that answer withdrawn (negatives; 0: the shipped model's)",
+        "with that answer withdrawn (negatives; above 1, that many versions of each; 0: the "
+        "shipped model's)",
     )
     parser.add_argument(
         "--average-with",

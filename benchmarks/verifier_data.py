@@ -52,7 +52,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from _common import ROOT, base_parser, require_data
 
@@ -137,8 +137,9 @@ class Recipe:
     the share of encounters whose every fact under a label is also swapped to another label
     (1: as many as :data:`KIND_WEIGHTS` says, 0: none). ``withdrawn_share``: that share of the
     positives that rest on the patient's bare yes or no to a question also against their
-    evidence with that answer withdrawn (:func:`withdrawn_answer`), as negatives: a question
-    is not a finding."""
+    evidence with that answer withdrawn (:func:`withdrawn_answers`), as negatives: a question
+    is not a finding; above 1, each in as many versions as its whole part says (up to one
+    per reply of :data:`NON_ANSWERS`)."""
 
     turned_share: float = 0.0
     both_turned: bool = False
@@ -425,8 +426,11 @@ def encounter_rows(
         if other:
             rows.append(Row(s, rng.choice(other), 0, enc.dataset, enc.split, "off_passage"))
     ask = random.Random(f"{enc.file}/{enc.key}/withdrawn")  # after the rest: no draw moves
-    for s, ev in kept if recipe.withdrawn_share > 0 else []:
-        if ask.random() < recipe.withdrawn_share and (without := withdrawn_answer(s, ev, ask)):
+    share = recipe.withdrawn_share
+    for s, ev in kept if share > 0 else []:
+        # above 1, as many versions as the share's whole part says, each with another reply
+        copies = int(share) + (ask.random() < share % 1)
+        for without in withdrawn_answers(s, ev, ask, copies) if copies else []:
             counts["answer withdrawn (negative)"] += 1
             rows.append(Row(s, without, 0, enc.dataset, enc.split, "answer_withdrawn"))
     if recipe.specifics_share > 0:
@@ -570,32 +574,60 @@ NON_ANSWERS = (
     "Hmm, I'm not really sure.",
     "I'd have to think about that.",
     "Can we come back to that?",
+    "I don't remember, to be honest.",
+    "Why do you ask?",
 )
-_TURN_RE = re.compile(r"^(Doctor|Patient)\s*:\s*(.*)$")
+# A turn of a transcript: its speaker, as "Doctor:" or "Guest_family:" or "[doctor]" write it,
+# and what is said.
+_TURN_RE = re.compile(r"^\s*(?:\[([a-z_ ]+)\]|([A-Za-z][A-Za-z_0-9]*)\s*:)\s*(.*)$")
+_ASKS = re.compile(r"(?:doctor|dr|physician|clinician|nurse|guest_clinic[a-z]*)_?\d*", re.I)
+_ANSWERS = re.compile(r"(?:patient|pt|guest_family|patient_guest)_?\d*", re.I)
 
 
-def withdrawn_answer(statement: str, dialogue: str, rng: random.Random) -> str | None:
+def _party(line: str) -> tuple[str, str, str] | None:
+    """(who, tag, text) of a transcript line: who is "asks" for the clinician's side,
+    "answers" for the patient's (and a relative's), "" for another; None when the line is no
+    turn."""
+    m = _TURN_RE.match(line)
+    if m is None:
+        return None
+    name = m.group(1) or m.group(2)
+    who = "asks" if _ASKS.fullmatch(name) else "answers" if _ANSWERS.fullmatch(name) else ""
+    return who, line[: m.start(3)], m.group(3)
+
+
+def _in_style(reply: str, bracketed: bool) -> str:
+    """A reply written as the transcript writes its turns: lower case with every stop set
+    off by a space where its speakers are tagged "[patient]" (ACI-Bench's transcripts)."""
+    return re.sub(r"\s*([,.?!])", r" \1", reply.lower()) if bracketed else reply
+
+
+def withdrawn_answers(
+    statement: str, dialogue: str, rng: random.Random, copies: int = 1
+) -> list[str]:
     """``dialogue`` with the patient's bare yes or no to the question ``statement`` rests on
-    replaced by a reply that answers nothing (:data:`NON_ANSWERS`); None when there is no
-    such question. The question must be the doctor's, answered in the next turn by a reply
-    that asserts nothing else ("Yes.", "Nope.", "I do."), and the statement's words that the
-    dialogue says must be said, at least half of them, in that question alone: then what
-    bears the statement out is the answer, and without it nothing does ("No known drug
-    allergies." against "Doctor: Any allergies to medications?" "Patient: Sorry, you broke
-    up there."). A clinician's question is not a finding, and a note that reports one as a
-    fact is wrong: generated consultation notes do it ("symptoms mentioned reported as
-    fact"). Dialogues of "Doctor:" / "Patient:" lines only."""
+    replaced by a reply that answers nothing (:data:`NON_ANSWERS`), in up to ``copies``
+    versions, each with another reply; none when there is no such question. The question
+    must be the clinician's (a doctor's, a nurse's, another clinician's), answered in the next
+    turn by the patient or a relative with a reply that asserts nothing else ("Yes.",
+    "Nope.", "I do."), and the statement's words that the dialogue says must be said, at
+    least half of them, in that question alone: then what bears the statement out is the
+    answer, and without it nothing does ("No known drug allergies." against "Doctor: Any
+    allergies to medications?" "Patient: Sorry, you broke up there."). A clinician's question
+    is not a finding, and a note that reports one as a fact is wrong: generated consultation
+    notes do it ("symptoms mentioned reported as fact"). Transcripts whose turns are tagged
+    ("Doctor:", "Guest_family:", "[doctor]") only."""
     from core.assertion.dialogue import is_question
     from core.grounding.support import evidence_keys, statement_words
     from core.text import asserts_nothing, split_sentences
 
     lines = dialogue.split("\n")
-    turns = [_TURN_RE.match(line.strip()) for line in lines]
+    turns = [_party(line) for line in lines]
     wanted = {key for key, _ in statement_words(statement)}
     best: tuple[int, int] | None = None  # (words said in the question alone, its line)
     for i in range(len(lines) - 1):
         asked, reply = turns[i], turns[i + 1]
-        if asked is None or reply is None or (asked[1], reply[1]) != ("Doctor", "Patient"):
+        if asked is None or reply is None or (asked[0], reply[0]) != ("asks", "answers"):
             continue
         answer = reply[2].strip()
         if not answer or answer.endswith("?") or not asserts_nothing(answer):
@@ -606,17 +638,32 @@ def withdrawn_answer(statement: str, dialogue: str, rng: random.Random) -> str |
         if not in_question:
             continue
         rest = [line for j, line in enumerate(lines) if j != i]
-        rest += [x for x in sentences if not is_question(x)]  # what the doctor's turn asserts
+        rest += [x for x in sentences if not is_question(x)]  # what the clinician's turn asserts
         elsewhere = frozenset().union(*(evidence_keys(line) for line in rest)) & wanted
         alone = in_question - elsewhere
         if alone and 2 * len(alone) >= len(in_question | elsewhere):
             if best is None or len(alone) > best[0]:
                 best = (len(alone), i)
     if best is None:
-        return None
+        return []
     i = best[1] + 1
-    lines[i] = f"Patient: {rng.choice(NON_ANSWERS)}"
-    return "\n".join(lines)
+    first = rng.choice(NON_ANSWERS)
+    others = [r for r in NON_ANSWERS if r != first]
+    if copies > 1:
+        rng.shuffle(others)
+    tag = cast(tuple[str, str, str], turns[i])[1]
+    out = []
+    for words in [first, *others][: max(0, copies)]:
+        lines[i] = tag + _in_style(words, tag.lstrip().startswith("["))
+        out.append("\n".join(lines))
+    return out
+
+
+def withdrawn_answer(statement: str, dialogue: str, rng: random.Random) -> str | None:
+    """The first of :func:`withdrawn_answers`: ``dialogue`` with the answer ``statement``
+    rests on withdrawn, or None."""
+    found = withdrawn_answers(statement, dialogue, rng)
+    return found[0] if found else None
 
 
 # A flipped negation or hedge changed in the evidence by words would rarely read as speech.
@@ -796,7 +843,7 @@ def main() -> None:
         type=float,
         default=0.0,
         help="share of positives resting on a yes or no also shown with that answer withdrawn "
-        "(negatives)",
+        "(negatives); above 1, that many versions of each, each with another reply",
     )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -812,6 +812,46 @@ def test_a_question_of_the_patient_or_a_dialogue_without_turns_gives_nothing() -
     assert withdrawn_answer("No known drug allergies.", ascii_transcript, random.Random(0)) is None
 
 
+@pytest.mark.parametrize(
+    ("transcript", "reply"),
+    [
+        # ACI-Bench's transcripts: the reply written as they write theirs
+        ("[doctor] any allergies to medications ?\n[patient] no .\n", "[patient] "),
+        # a relative answers; another clinician asks
+        ("Doctor_2: Any allergies to medications?\nGuest_family: No.\n", "Guest_family: "),
+    ],
+)
+def test_an_answer_is_withdrawn_whoever_asks_and_answers_and_however_turns_are_tagged(
+    transcript: str, reply: str
+) -> None:
+    from verifier_data import NON_ANSWERS, withdrawn_answer
+
+    changed = withdrawn_answer("No known drug allergies.", transcript, random.Random(0))
+    assert changed is not None
+    line = changed.split("\n")[1]
+    assert line.startswith(reply)
+    said = line.removeprefix(reply)
+    styled = {
+        r.lower().replace(",", " ,").replace(".", " .").replace("?", " ?") for r in NON_ANSWERS
+    }
+    assert said in (styled if reply.startswith("[") else set(NON_ANSWERS))
+
+
+def test_versions_of_a_withdrawn_answer_each_have_another_reply() -> None:
+    from verifier_data import withdrawn_answer, withdrawn_answers
+
+    three = withdrawn_answers("No known drug allergies.", ASKED, random.Random(1), copies=3)
+    assert len(three) == len(set(three)) == 3
+    assert all(
+        [i for i, (a, b) in enumerate(zip(ASKED.split("\n"), t.split("\n"), strict=True)) if a != b]
+        == [3]
+        for t in three
+    )
+    one = withdrawn_answers("No known drug allergies.", ASKED, random.Random(1))
+    assert one == [withdrawn_answer("No known drug allergies.", ASKED, random.Random(1))]
+    assert three[0] == one[0]  # the first version is drawn as one alone would be
+
+
 def test_the_recipe_adds_withdrawn_answers_as_negatives_and_moves_nothing_else() -> None:
     from types import SimpleNamespace
 
@@ -841,3 +881,11 @@ def test_the_recipe_adds_withdrawn_answers_as_negatives_and_moves_nothing_else()
     (positive,) = [r for r in plain if r.statement == added[0].statement and r.label == 1]
     assert "Patient: No." in positive.evidence
     assert "Patient: No." not in added[0].evidence
+    # a share above 1: that many versions of each, every other pair as it was
+    twice = rows(vd.Recipe(withdrawn_share=2.0))
+    assert [r for r in twice if r in plain] == plain
+    more = [r for r in twice if r not in plain]
+    assert len(more) == len({r.evidence for r in more}) == 2
+    assert {(r.statement, r.label, r.kind) for r in more} == {
+        ("No known drug allergies.", 0, "answer_withdrawn")
+    }
