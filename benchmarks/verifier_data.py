@@ -52,7 +52,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from _common import ROOT, base_parser, require_data
 
@@ -577,9 +577,8 @@ NON_ANSWERS = (
     "I don't remember, to be honest.",
     "Why do you ask?",
 )
-# A turn of a transcript: its speaker, as "Doctor:" or "Guest_family:" or "[doctor]" write it,
-# and what is said.
-_TURN_RE = re.compile(r"^\s*(?:\[([a-z_ ]+)\]|([A-Za-z][A-Za-z_0-9]*)\s*:)\s*(.*)$")
+# Who asks and who answers, by the name of a turn's speaker (its tag as
+# ``core.text.SPEAKER_RE`` reads it: "Doctor:", "Guest_family:", "[doctor]").
 _ASKS = re.compile(r"(?:doctor|dr|physician|clinician|nurse|guest_clinic[a-z]*)_?\d*", re.I)
 _ANSWERS = re.compile(r"(?:patient|pt|guest_family|patient_guest)_?\d*", re.I)
 
@@ -588,12 +587,15 @@ def _party(line: str) -> tuple[str, str, str] | None:
     """(who, tag, text) of a transcript line: who is "asks" for the clinician's side,
     "answers" for the patient's (and a relative's), "" for another; None when the line is no
     turn."""
-    m = _TURN_RE.match(line)
+    from core.text import SPEAKER_RE
+
+    m = SPEAKER_RE.match(line)
     if m is None:
         return None
-    name = m.group(1) or m.group(2)
+    tag = m.group(0)
+    name = tag.strip().strip("[]:").strip()
     who = "asks" if _ASKS.fullmatch(name) else "answers" if _ANSWERS.fullmatch(name) else ""
-    return who, line[: m.start(3)], m.group(3)
+    return who, tag, line[m.end() :]
 
 
 def _in_style(reply: str, bracketed: bool) -> str:
@@ -624,7 +626,8 @@ def withdrawn_answers(
     lines = dialogue.split("\n")
     turns = [_party(line) for line in lines]
     wanted = {key for key, _ in statement_words(statement)}
-    best: tuple[int, int] | None = None  # (words said in the question alone, its line)
+    # (words said in the question alone, the answer's line, its speaker's tag)
+    best: tuple[int, int, str] | None = None
     for i in range(len(lines) - 1):
         asked, reply = turns[i], turns[i + 1]
         if asked is None or reply is None or (asked[0], reply[0]) != ("asks", "answers"):
@@ -643,15 +646,14 @@ def withdrawn_answers(
         alone = in_question - elsewhere
         if alone and 2 * len(alone) >= len(in_question | elsewhere):
             if best is None or len(alone) > best[0]:
-                best = (len(alone), i)
+                best = (len(alone), i + 1, reply[1])
     if best is None:
         return []
-    i = best[1] + 1
+    _, i, tag = best
     first = rng.choice(NON_ANSWERS)
     others = [r for r in NON_ANSWERS if r != first]
     if copies > 1:
         rng.shuffle(others)
-    tag = cast(tuple[str, str, str], turns[i])[1]
     out = []
     for words in [first, *others][: max(0, copies)]:
         lines[i] = tag + _in_style(words, tag.lstrip().startswith("["))
