@@ -40,9 +40,9 @@ then is a false alarm).
 A fifth table asks whether a question is read as a finding: every real sentence that rests
 on the patient's bare yes or no to a question of the doctor's ("No known drug allergies."
 after "Any allergies to medications?" "No."), against the dialogue as it is and with that
-answer replaced by one that answers nothing ("Sorry, you broke up there."). Flagged then, the
-sentence is a clinician's question reported as a fact, an error generated consultation notes
-make.
+answer replaced by one that answers nothing ("Could you say that again?", in words no
+training pair uses). Flagged then, the sentence is a clinician's question reported as a fact,
+an error generated consultation notes make.
 
 With ``--sets primock`` (in the default) the same is measured on PriMock57's test
 consultations (day 5): clinicians' own shorthand notes of mock primary-care consultations
@@ -61,6 +61,7 @@ from typing import Any
 
 from _common import base_parser, prf, print_json, print_table, require_data, support_model
 from verifier_data import (
+    HELD_OUT_NON_ANSWERS,
     SECTION_LABELS,
     benchmark_hallucinations,
     benchmark_items,
@@ -307,12 +308,13 @@ def answer_cases(visits: list[tuple[str, str]], seed: int) -> list[tuple[str, st
     """(statement, dialogue, dialogue without the answer) for each real sentence of the
     (note, dialogue) ``visits`` that rests on the patient's yes or no to a clinician's
     question, with that answer replaced by one that answers nothing
-    (:func:`verifier_data.withdrawn_answer`)."""
+    (:func:`verifier_data.withdrawn_answer`), in words no training pair uses
+    (:data:`verifier_data.HELD_OUT_NON_ANSWERS`)."""
     rng = random.Random(seed)
     out = []
     for note, dialogue in visits:
         for s in note_statements(note):
-            withdrawn = withdrawn_answer(s, dialogue, rng)
+            withdrawn = withdrawn_answer(s, dialogue, rng, HELD_OUT_NON_ANSWERS)
             if withdrawn is not None:
                 out.append((s, dialogue, withdrawn))
     return out

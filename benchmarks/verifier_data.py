@@ -568,7 +568,8 @@ def counterfactual_evidence(
     return pattern.sub(new.replace("\\", "\\\\"), evidence)
 
 
-# Replies that leave a question open: what a withdrawn answer becomes (:func:`withdrawn_answer`).
+# Replies that leave a question open: what a withdrawn answer becomes in training pairs
+# (:func:`withdrawn_answers`).
 NON_ANSWERS = (
     "Sorry, you broke up there.",
     "Hmm, I'm not really sure.",
@@ -576,6 +577,15 @@ NON_ANSWERS = (
     "Can we come back to that?",
     "I don't remember, to be honest.",
     "Why do you ask?",
+)
+# Others, sharing no word of substance with those, for the benchmarks: a model that flags
+# a question reported as a fact only where one of the training replies follows it has
+# learned six phrases, not to read whether the question was answered.
+HELD_OUT_NON_ANSWERS = (
+    "Could you say that again?",
+    "Good question.",
+    "Let me check my notes and tell you later.",
+    "Pardon me, what was that?",
 )
 # Who asks and who answers, by the name of a turn's speaker (its tag as
 # ``core.text.SPEAKER_RE`` reads it: "Doctor:", "Guest_family:", "[doctor]").
@@ -605,10 +615,15 @@ def _in_style(reply: str, bracketed: bool) -> str:
 
 
 def withdrawn_answers(
-    statement: str, dialogue: str, rng: random.Random, copies: int = 1
+    statement: str,
+    dialogue: str,
+    rng: random.Random,
+    copies: int = 1,
+    replies: tuple[str, ...] = NON_ANSWERS,
 ) -> list[str]:
     """``dialogue`` with the patient's bare yes or no to the question ``statement`` rests on
-    replaced by a reply that answers nothing (:data:`NON_ANSWERS`), in up to ``copies``
+    replaced by a reply that answers nothing (one of ``replies``: :data:`NON_ANSWERS` for
+    training, :data:`HELD_OUT_NON_ANSWERS` for the benchmarks), in up to ``copies``
     versions, each with another reply; none when there is no such question. The question
     must be the clinician's (a doctor's, a nurse's, another clinician's), answered in the next
     turn by the patient or a relative with a reply that asserts nothing else ("Yes.",
@@ -650,8 +665,8 @@ def withdrawn_answers(
     if best is None:
         return []
     _, i, tag = best
-    first = rng.choice(NON_ANSWERS)
-    others = [r for r in NON_ANSWERS if r != first]
+    first = rng.choice(replies)
+    others = [r for r in replies if r != first]
     if copies > 1:
         rng.shuffle(others)
     out = []
@@ -661,10 +676,15 @@ def withdrawn_answers(
     return out
 
 
-def withdrawn_answer(statement: str, dialogue: str, rng: random.Random) -> str | None:
+def withdrawn_answer(
+    statement: str,
+    dialogue: str,
+    rng: random.Random,
+    replies: tuple[str, ...] = NON_ANSWERS,
+) -> str | None:
     """The first of :func:`withdrawn_answers`: ``dialogue`` with the answer ``statement``
     rests on withdrawn, or None."""
-    found = withdrawn_answers(statement, dialogue, rng)
+    found = withdrawn_answers(statement, dialogue, rng, replies=replies)
     return found[0] if found else None
 
 

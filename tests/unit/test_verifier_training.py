@@ -14,7 +14,7 @@ import pytest
 
 from core.grounding.perturb import KINDS, hallucinate, negated, negation_cue
 from core.grounding.splits import ACI_TEST, MTS_TEST, MTS_TRAIN, split_of
-from core.grounding.support import novelty, unsupported_words
+from core.grounding.support import evidence_keys, novelty, unsupported_words
 
 # the benchmark scripts that build, train and fit the model, imported where a test needs one
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
@@ -850,6 +850,25 @@ def test_versions_of_a_withdrawn_answer_each_have_another_reply() -> None:
     one = withdrawn_answers("No known drug allergies.", ASKED, random.Random(1))
     assert one == [withdrawn_answer("No known drug allergies.", ASKED, random.Random(1))]
     assert three[0] == one[0]  # the first version is drawn as one alone would be
+
+
+def test_the_benchmark_withdraws_answers_in_words_no_training_pair_uses() -> None:
+    from grounding_mts import answer_cases
+    from verifier_data import HELD_OUT_NON_ANSWERS, NON_ANSWERS
+
+    trained = frozenset().union(*(evidence_keys(r) for r in NON_ANSWERS))
+    for reply in HELD_OUT_NON_ANSWERS:
+        assert evidence_keys(reply), reply
+        assert not evidence_keys(reply) & trained, reply
+    cases = answer_cases([("No known drug allergies.", ASKED)] * 8, seed=1)
+    assert len(cases) == 8
+    replies = set()
+    for statement, dialogue, without in cases:
+        assert (statement, dialogue) == ("No known drug allergies.", ASKED)
+        (line,) = set(without.split("\n")) - set(ASKED.split("\n"))
+        replies.add(line.removeprefix("Patient: "))
+    assert replies <= set(HELD_OUT_NON_ANSWERS)
+    assert len(replies) > 1
 
 
 def test_the_recipe_adds_withdrawn_answers_as_negatives_and_moves_nothing_else() -> None:
