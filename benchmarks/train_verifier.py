@@ -371,6 +371,12 @@ def main() -> None:
         "shipped model's)",
     )
     parser.add_argument(
+        "--harvested-replies",
+        action="store_true",
+        help="passed to verifier_data.py: withdrawn answers drawn from the training transcripts' "
+        "own replies too, each beside a positive with the answer in other words",
+    )
+    parser.add_argument(
         "--average-with",
         type=Path,
         nargs="+",
@@ -407,6 +413,7 @@ def main() -> None:
                 str(args.tie_share),
                 "--withdrawn-share",
                 str(args.withdrawn_share),
+                *(["--harvested-replies"] if args.harvested_replies else []),
             ],
             check=True,
         )

@@ -139,13 +139,18 @@ class Recipe:
     positives that rest on the patient's bare yes or no to a question also against their
     evidence with that answer withdrawn (:func:`withdrawn_answers`), as negatives: a question
     is not a finding; above 1, each in as many versions as its whole part says (up to one
-    per reply of :data:`NON_ANSWERS`)."""
+    per reply of :data:`NON_ANSWERS`). With ``harvested``, those replies are drawn from
+    :data:`NON_ANSWERS` and the patients' own replies that answer nothing in the training
+    transcripts (:func:`harvest_replies`), and each withdrawn version has a positive beside
+    it: the same sentence against its evidence with the answer said in another patient's
+    words (:func:`answered_again`)."""
 
     turned_share: float = 0.0
     both_turned: bool = False
     specifics_share: float = 0.0
     tie_share: float = 1.0
     withdrawn_share: float = 0.0
+    harvested: bool = False
 
     def kind_weights(self) -> dict[str, float]:
         """:data:`KIND_WEIGHTS`, those of :data:`TIE_KINDS` scaled by ``tie_share``."""
@@ -358,9 +363,11 @@ def encounter_rows(
     foreign: Sequence[str],
     counts: Counter[str],
     recipe: Recipe = Recipe(),
+    replies: Replies | None = None,
 ) -> list[Row]:
     """Positives, generated negatives, a foreign sentence and an off-passage pair, and what
-    the ``recipe`` adds (:class:`Recipe`)."""
+    the ``recipe`` adds (:class:`Recipe`; ``replies``: those harvested from the training
+    transcripts, which a recipe with ``harvested`` draws on)."""
     from core.grounding import SourceChunk
     from core.grounding.support import novelty
     from core.text import split_label
@@ -430,9 +437,14 @@ def encounter_rows(
     for s, ev in kept if share > 0 else []:
         # above 1, as many versions as the share's whole part says, each with another reply
         copies = int(share) + (ask.random() < share % 1)
-        for without in withdrawn_answers(s, ev, ask, copies) if copies else []:
+        own = replies if recipe.harvested else None
+        nothing = NON_ANSWERS + own.nothing if own else NON_ANSWERS
+        for without in withdrawn_answers(s, ev, ask, copies, nothing) if copies else []:
             counts["answer withdrawn (negative)"] += 1
             rows.append(Row(s, without, 0, enc.dataset, enc.split, "answer_withdrawn"))
+        for given in answered_again(s, ev, ask, copies, own) if own and copies else []:
+            counts["answer given in other words (positive)"] += 1
+            rows.append(Row(s, given, 1, enc.dataset, enc.split, "answer_given"))
     if recipe.specifics_share > 0:
         rows += specific_rows(enc, statements, kept, recipe.specifics_share, counts)
     return rows
@@ -634,6 +646,31 @@ def withdrawn_answers(
     is not a finding, and a note that reports one as a fact is wrong: generated consultation
     notes do it ("symptoms mentioned reported as fact"). Transcripts whose turns are tagged
     ("Doctor:", "Guest_family:", "[doctor]") only."""
+    found = _answer_at(statement, dialogue)
+    if found is None:
+        return []
+    lines, i, tag = found
+    first = rng.choice(replies)
+    others = [r for r in replies if r != first]
+    if copies > 1:
+        rng.shuffle(others)
+    return _with_reply(lines, i, tag, [first, *others][: max(0, copies)])
+
+
+def _with_reply(lines: list[str], i: int, tag: str, replies: Sequence[str]) -> list[str]:
+    """The transcript ``lines`` with line ``i`` replaced by each of ``replies`` in turn,
+    spoken by ``tag`` as the transcript writes its turns."""
+    out = []
+    for words in replies:
+        changed = list(lines)
+        changed[i] = tag + _in_style(words, tag.lstrip().startswith("["))
+        out.append("\n".join(changed))
+    return out
+
+
+def _answer_at(statement: str, dialogue: str) -> tuple[list[str], int, str] | None:
+    """(the dialogue's lines, the line of the bare answer ``statement`` rests on, its
+    speaker's tag), as :func:`withdrawn_answers` finds it; None when there is none."""
     from core.assertion.dialogue import is_question
     from core.grounding.support import evidence_keys, statement_words
     from core.text import asserts_nothing, split_sentences
@@ -663,17 +700,9 @@ def withdrawn_answers(
             if best is None or len(alone) > best[0]:
                 best = (len(alone), i + 1, reply[1])
     if best is None:
-        return []
+        return None
     _, i, tag = best
-    first = rng.choice(replies)
-    others = [r for r in replies if r != first]
-    if copies > 1:
-        rng.shuffle(others)
-    out = []
-    for words in [first, *others][: max(0, copies)]:
-        lines[i] = tag + _in_style(words, tag.lstrip().startswith("["))
-        out.append("\n".join(lines))
-    return out
+    return lines, i, tag
 
 
 def withdrawn_answer(
@@ -686,6 +715,149 @@ def withdrawn_answer(
     rests on withdrawn, or None."""
     found = withdrawn_answers(statement, dialogue, rng, replies=replies)
     return found[0] if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class Replies:
+    """Patients' own replies to clinicians' questions, read off training transcripts
+    (:func:`harvest_replies`): those that answer nothing, bare yeses and bare noes."""
+
+    nothing: tuple[str, ...] = ()
+    yes: tuple[str, ...] = ()
+    no: tuple[str, ...] = ()
+
+
+# A reply that leans one way: a yes or no, a hedge, small talk, a number.
+_LEANS_RE = re.compile(
+    r"\b(?:yes|yeah|yep|yup|ya|no|nope|nah|never|none|nothing|sure|okay|ok|correct|right|"
+    r"absolutely|definitely|maybe|probably|mm-hmm|uh-huh|mhm|good|fine|well|great|thanks?|"
+    r"i (?:do|am|have|did|was|had))\b|\d",
+    re.I,
+)
+# "I don't know", "not sure", "no idea": a reply that says it cannot answer ("I don't know
+# of any" answers no).
+_CANNOT_SAY_RE = re.compile(
+    r"\b(?:don't|do not|dont|can't|cannot) (?:know|remember|recall|say|tell)\b(?! of)|"
+    r"\bnot (?:really |quite |too )?sure\b|\bno (?:idea|clue)\b",
+    re.I,
+)
+# Words a reply that answers nothing may hold: what it is about must come from the question.
+_EMPTY_KEYS = frozenset(
+    "mean sorri hello hi hear repeat know don't can't remember recal i'm not sur idea actualli "
+    "realli honestli doctor um uh".split()
+)
+_YES_RE = re.compile(
+    r"^\W*(?:(?:uh|um)\W+)?(?:yes|yeah|yep|yup|i (?:do|am|have|did)|it (?:is|does)|we do)\b",
+    re.I,
+)
+_NO_RE = re.compile(
+    r"^\W*(?:(?:uh|um)\W+)?(?:no|nope|not|never|absolutely not|"
+    r"i (?:don't|do not|haven't|have not|am not|'m not))\b",
+    re.I,
+)
+_NEGATED_RE = re.compile(r"\b(?:no|nope|not|never|none)\b|n't\b", re.I)
+# What makes a bare reply say more than its yes or no, or say it of someone else: it would
+# not fit every question ("No, just me.", "I am okay.", "Yes, she did.").
+_NOT_BARE_RE = re.compile(
+    r"\b(?:okay|ok|just|that's it|thanks?|thank you|will do|certainly|here|there|guess|"
+    r"he|she|they|we|been|was)\b|-$",
+    re.I,
+)
+
+
+def reply_polarity(reply: str) -> str | None:
+    """What a bare reply says, "yes" or "no", where it says one of them and nothing else
+    ("Yes, I do.", "Uh, no.", "No, not that I know of."); None for anything else ("Okay.",
+    "I don't know.", "Yep. Uh, no.", "No, just me.")."""
+    from core.text import asserts_nothing
+
+    text = " ".join(reply.split())
+    if not text or text.endswith("?") or len(text.split()) > 8 or _NOT_BARE_RE.search(text):
+        return None
+    if _CANNOT_SAY_RE.search(text) or not asserts_nothing(text):
+        return None
+    if _YES_RE.match(text) and not _NEGATED_RE.search(text):
+        return "yes"
+    if _NO_RE.match(text) and not re.search(r"\b(?:yes|yeah|yep|yup)\b", text, re.I):
+        return "no"
+    return None
+
+
+def answers_nothing(reply: str) -> bool:
+    """Whether a reply to a question leaves it open and says nothing of its own: a question
+    back ("What do you mean by that?", "Sorry?") or "I don't know", with no yes or no, no
+    hedge, no number and no word of a topic."""
+    from core.grounding.support import evidence_keys
+
+    text = " ".join(reply.split())
+    if not text or len(text.split()) > 10 or _LEANS_RE.search(_CANNOT_SAY_RE.sub(" ", text)):
+        return False
+    if not (text.endswith("?") or _CANNOT_SAY_RE.search(text)):
+        return False
+    return evidence_keys(text) <= _EMPTY_KEYS
+
+
+def harvest_replies(encounters: Sequence[Encounter], held_out: Sequence[str] = ()) -> Replies:
+    """The patients' replies to a clinician's question in ``encounters`` (training
+    encounters only: the caller's to choose) that answer nothing, say a bare yes or a bare
+    no: the many ways real patients put it, so that a model shown pairs with the answer
+    withdrawn or given (:func:`answered_again`) cannot learn a handful of phrases instead of
+    reading whether the question was answered. Replies sharing a word of substance or three
+    words in a row with one of ``held_out`` ("what was that?") are left out: the benchmarks
+    withdraw answers with those."""
+    from core.grounding.support import evidence_keys
+
+    def plain(text: str) -> str:  # as a tagged line of MTS-Dialog writes it
+        text = re.sub(r"\s+([,.?!])", r"\1", " ".join(text.split())).lstrip(" ,.")
+        return text[:1].upper() + text[1:]
+
+    def triples(text: str) -> set[tuple[str, ...]]:
+        words = re.findall(r"[a-z']+", text.lower())
+        return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+
+    held_keys = frozenset().union(*(evidence_keys(r) for r in held_out))
+    held_triples = set().union(*(triples(r) for r in held_out))
+    found: dict[str, dict[str, str]] = {"nothing": {}, "yes": {}, "no": {}}
+    for enc in encounters:
+        turns = [_party(line) for line in enc.dialogue.split("\n")]
+        for asked, reply in zip(turns, turns[1:], strict=False):
+            if asked is None or reply is None or (asked[0], reply[0]) != ("asks", "answers"):
+                continue
+            if "?" not in asked[2]:
+                continue
+            text = plain(reply[2])
+            words = " ".join(re.findall(r"[a-z']+", text.lower()))
+            if not words or evidence_keys(text) & held_keys or triples(text) & held_triples:
+                continue
+            which = "nothing" if answers_nothing(text) else reply_polarity(text)
+            if which is not None:
+                found[which].setdefault(words, text)
+    return Replies(*(tuple(sorted(found[k].values())) for k in ("nothing", "yes", "no")))
+
+
+def answered_again(
+    statement: str, dialogue: str, rng: random.Random, copies: int, replies: Replies
+) -> list[str]:
+    """``dialogue`` with the patient's bare yes or no that ``statement`` rests on (as
+    :func:`withdrawn_answers` finds it) said in other words, another patient's of the same
+    sense, in up to ``copies`` versions: positives to set beside the withdrawn ones, so that
+    neither how the reply is worded nor the question alone tells the label, but whether the
+    question was answered."""
+    found = _answer_at(statement, dialogue)
+    if found is None:
+        return []
+    lines, i, tag = found
+    said = lines[i][len(tag) :]
+    sense = reply_polarity(said)
+    if sense is None:
+        return []
+    own = " ".join(re.findall(r"[a-z']+", said.lower()))
+    pool = [
+        r
+        for r in (replies.yes if sense == "yes" else replies.no)
+        if " ".join(re.findall(r"[a-z']+", r.lower())) != own
+    ]
+    return _with_reply(lines, i, tag, rng.sample(pool, min(copies, len(pool))))
 
 
 # A flipped negation or hedge changed in the evidence by words would rarely read as speech.
@@ -820,11 +992,17 @@ def clinical_rows(
     for enc in encounters:
         by_header.setdefault((enc.split, enc.header or enc.dataset), []).append(enc)
     counts: Counter[str] = Counter()
+    replies = None
+    if recipe.harvested:  # the training transcripts' own, none the benchmarks withdraw with
+        train = [e for e in encounters if e.split == "train"]
+        replies = harvest_replies(train, held_out=HELD_OUT_NON_ANSWERS)
+        for name in ("nothing", "yes", "no"):
+            print(f"  replies harvested, {name}: {len(getattr(replies, name))}", file=sys.stderr)
     for n, enc in enumerate(encounters):
         group = [e for e in by_header[(enc.split, enc.header or enc.dataset)] if e.key != enc.key]
         others = rng.sample(group, min(3, len(group)))
         foreign = [s for o in others for s in note_statements(o.note)]
-        yield from encounter_rows(enc, verifier, rng, foreign, counts, recipe)
+        yield from encounter_rows(enc, verifier, rng, foreign, counts, recipe, replies)
         if n % 200 == 0:
             print(f"  clinical encounters {n}/{len(encounters)}", file=sys.stderr, flush=True)
     for key, value in counts.items():
@@ -867,6 +1045,12 @@ def main() -> None:
         help="share of positives resting on a yes or no also shown with that answer withdrawn "
         "(negatives); above 1, that many versions of each, each with another reply",
     )
+    parser.add_argument(
+        "--harvested-replies",
+        action="store_true",
+        help="with it, withdrawn answers use the training transcripts' own replies that answer "
+        "nothing too, and each has a positive beside it with the answer in other words",
+    )
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     counts: Counter[tuple[str, str, int]] = Counter()
@@ -884,6 +1068,7 @@ def main() -> None:
                 specifics_share=args.specifics_share,
                 tie_share=args.tie_share,
                 withdrawn_share=args.withdrawn_share,
+                harvested=args.harvested_replies,
             ),
         ):
             assert row.split in ("train", "dev"), row.split

@@ -908,3 +908,96 @@ def test_the_recipe_adds_withdrawn_answers_as_negatives_and_moves_nothing_else()
     assert {(r.statement, r.label, r.kind) for r in more} == {
         ("No known drug allergies.", 0, "answer_withdrawn")
     }
+
+
+def test_replies_are_harvested_from_transcripts_by_what_they_answer() -> None:
+    import verifier_data as vd
+
+    dialogue = (
+        "Doctor: Any allergies to medications?\n"
+        "Patient: What do you mean by that?\n"
+        "Doctor: Any chest pain?\n"
+        "Patient: Uh , no .\n"
+        "Doctor: Do you smoke?\n"
+        "Patient: Yes, I do.\n"
+        "Doctor: Any fevers?\n"
+        "Patient: I don't know of any.\n"  # answers no, in words of its own
+        "Doctor: Any family history of cancer?\n"
+        "Patient: I don't know.\n"
+        "Doctor: Are you eating?\n"
+        "Patient: Pardon me?\n"  # a word of a held-out reply
+        "Doctor: Any cough?\n"
+        "Patient: Sorry, what was that?\n"  # three words in a row of one
+        "Doctor: How is the pain?\n"
+        "Patient: What, like cancer?\n"  # a topic of its own
+        "Doctor: Is it worse?\n"
+        "Patient: Yes, she did.\n"  # of someone else
+        "Doctor: Any nausea?\n"
+        "Patient: No, just me.\n"  # more than a no
+        "Doctor: Do you drink?\n"
+        "Patient: Maybe?\n"  # a hedge that leans
+        "Patient: What do you mean?\n"  # no question before it
+        "Doctor: Good to hear.\n"
+        "Patient: Hello?\n"  # after a turn that asks nothing
+    )
+    enc = vd.Encounter("mts", "train.csv", "1", "train", dialogue, "", "")
+    replies = vd.harvest_replies([enc, enc], held_out=vd.HELD_OUT_NON_ANSWERS)
+    assert replies == vd.Replies(
+        nothing=("I don't know.", "What do you mean by that?"),
+        yes=("Yes, I do.",),
+        no=("Uh, no.",),
+    )
+    assert vd.reply_polarity("No, not that I know of.") == "no"
+    assert vd.reply_polarity("Yep. Uh, no.") is None
+    assert vd.reply_polarity("Okay.") is None
+
+
+def test_harvested_replies_withdraw_answers_and_say_them_in_other_words() -> None:
+    from types import SimpleNamespace
+
+    import verifier_data as vd
+
+    from core.grounding import GroundingVerifier
+
+    class SameDirection:  # every text one vector: each statement means what its evidence does
+        def encode(self, texts: list[str]) -> np.ndarray:
+            return np.full((len(texts), 4), 0.5)
+
+    verifier = SimpleNamespace(
+        evidence_texts=GroundingVerifier(embedder=None).evidence_texts, embedder=SameDirection()
+    )
+    note = "No known drug allergies. The right knee has been swollen for two weeks."
+    enc = vd.Encounter("mts", "train.csv", "7", "train", ASKED, note, "")
+    own = vd.Replies(
+        nothing=("What do you mean by that?", "I can't remember."),
+        yes=("Yeah, I do.", "Yep."),
+        no=("Nope.", "Uh, no.", "No, I don't.", "No."),
+    )
+
+    def rows(recipe: vd.Recipe) -> list[vd.Row]:
+        return vd.encounter_rows(enc, verifier, random.Random(5), [], Counter(), recipe, own)
+
+    plain = rows(vd.Recipe())
+    shared = rows(vd.Recipe(withdrawn_share=3.0))  # the replies are the recipe's to use
+    assert shared == rows(vd.Recipe(withdrawn_share=3.0, harvested=False))
+    harvested = rows(vd.Recipe(withdrawn_share=3.0, harvested=True))
+    assert [r for r in harvested if r in plain] == plain
+    added = [r for r in harvested if r not in plain]
+    assert {(r.statement, r.label, r.kind) for r in added} == {
+        ("No known drug allergies.", 0, "answer_withdrawn"),
+        ("No known drug allergies.", 1, "answer_given"),
+    }
+    (positive,) = [r for r in plain if r.statement == added[0].statement and r.label == 1]
+    before = positive.evidence.split("\n")
+    assert "Patient: No." in before
+    replies: dict[int, list[str]] = {0: [], 1: []}
+    for r in added:  # each differs from the answered positive in the reply alone
+        after = r.evidence.split("\n")
+        (line,) = [b for a, b in zip(before, after, strict=True) if a != b]
+        replies[r.label].append(line.removeprefix("Patient: "))
+    withdrawn, given = replies[0], replies[1]
+    assert len(withdrawn) == len(set(withdrawn)) == 3
+    assert set(withdrawn) <= set(vd.NON_ANSWERS + own.nothing)
+    # the answer was "No.": said again by other patients' noes, never its own words again
+    assert len(given) == len(set(given)) == 3
+    assert set(given) <= {"Nope.", "Uh, no.", "No, I don't."}
