@@ -322,29 +322,42 @@ def answer_cases(visits: list[tuple[str, str]], seed: int) -> list[tuple[str, st
 
 def answer_reading(verifier: Any, cases: list[tuple[str, str, str]]) -> dict[str, Any]:
     """Share of the sentences flagged against the dialogue as it is (false alarms) and with
-    the patient's answer withdrawn (the sentence is then a question reported as a fact)."""
+    the patient's answer withdrawn (the sentence is then a question reported as a fact), and,
+    free of any threshold, the share whose support falls once the answer is withdrawn (ties
+    count half; 0.5 is a verifier that does not read the answer, NaN one that gives no
+    support, as the rules alone)."""
     from core.grounding import SourceChunk
 
-    answered, withdrawn = [], []
+    answered, withdrawn, falls = [], [], []
     for text, dialogue, without in cases:
         (a,) = verifier.verify_statements([text], [SourceChunk("d", dialogue, "transcript")])
         (w,) = verifier.verify_statements([text], [SourceChunk("d", without, "transcript")])
         answered.append(int(not a.is_grounded))
         withdrawn.append(int(not w.is_grounded))
+        if a.support is not None and w.support is not None:
+            falls.append(1.0 if w.support < a.support else 0.5 if w.support == a.support else 0.0)
     n = len(cases)
     return {
         "n": n,
         "flagged, answered": sum(answered) / n,
         "flagged, answer withdrawn": sum(withdrawn) / n,
         "follows evidence": (sum(withdrawn) - sum(answered)) / n,
+        "support falls": sum(falls) / len(falls) if falls else float("nan"),
     }
 
 
-ANSWER_COLUMNS = ("n", "flagged, answered", "flagged, answer withdrawn", "follows evidence")
+ANSWER_COLUMNS = (
+    "n",
+    "flagged, answered",
+    "flagged, answer withdrawn",
+    "follows evidence",
+    "support falls",
+)
 ANSWER_TITLE = (
     "Questions reported as facts: real sentences that rest on the patient's yes or no, "
     "against the dialogue as it is and with that answer withdrawn (higher 'follows "
-    "evidence' is better)"
+    "evidence' and 'support falls' are better; 'support falls' is 0.5 for a verifier that "
+    "does not read the answer)"
 )
 
 
