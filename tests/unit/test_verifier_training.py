@@ -8,6 +8,7 @@ import re
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -871,14 +872,17 @@ def test_the_benchmark_withdraws_answers_in_words_no_training_pair_uses() -> Non
     assert len(replies) > 1
 
 
-def test_the_recipe_adds_withdrawn_answers_as_negatives_and_moves_nothing_else() -> None:
+def _asked_rows(recipe: Any, replies: Any = None) -> list[Any]:
+    """The pairs ``recipe`` makes of a visit (:data:`ASKED`) whose note rests "No known drug
+    allergies." on a bare "No.", read by a verifier whose embedder gives every text one
+    vector (each statement means what its evidence does)."""
     from types import SimpleNamespace
 
     import verifier_data as vd
 
     from core.grounding import GroundingVerifier
 
-    class SameDirection:  # every text one vector: each statement means what its evidence does
+    class SameDirection:
         def encode(self, texts: list[str]) -> np.ndarray:
             return np.full((len(texts), 4), 0.5)
 
@@ -887,9 +891,13 @@ def test_the_recipe_adds_withdrawn_answers_as_negatives_and_moves_nothing_else()
     )
     note = "No known drug allergies. The right knee has been swollen for two weeks."
     enc = vd.Encounter("mts", "train.csv", "7", "train", ASKED, note, "")
+    return vd.encounter_rows(enc, verifier, random.Random(5), [], Counter(), recipe, replies)
 
-    def rows(recipe: vd.Recipe) -> list[vd.Row]:
-        return vd.encounter_rows(enc, verifier, random.Random(5), [], Counter(), recipe)
+
+def test_the_recipe_adds_withdrawn_answers_as_negatives_and_moves_nothing_else() -> None:
+    import verifier_data as vd
+
+    rows = _asked_rows
 
     plain, withdrawn = rows(vd.Recipe()), rows(vd.Recipe(withdrawn_share=1.0))
     added = [r for r in withdrawn if r not in plain]
@@ -953,21 +961,8 @@ def test_replies_are_harvested_from_transcripts_by_what_they_answer() -> None:
 
 
 def test_harvested_replies_withdraw_answers_and_say_them_in_other_words() -> None:
-    from types import SimpleNamespace
-
     import verifier_data as vd
 
-    from core.grounding import GroundingVerifier
-
-    class SameDirection:  # every text one vector: each statement means what its evidence does
-        def encode(self, texts: list[str]) -> np.ndarray:
-            return np.full((len(texts), 4), 0.5)
-
-    verifier = SimpleNamespace(
-        evidence_texts=GroundingVerifier(embedder=None).evidence_texts, embedder=SameDirection()
-    )
-    note = "No known drug allergies. The right knee has been swollen for two weeks."
-    enc = vd.Encounter("mts", "train.csv", "7", "train", ASKED, note, "")
     own = vd.Replies(
         nothing=("What do you mean by that?", "I can't remember."),
         yes=("Yeah, I do.", "Yep."),
@@ -975,7 +970,7 @@ def test_harvested_replies_withdraw_answers_and_say_them_in_other_words() -> Non
     )
 
     def rows(recipe: vd.Recipe) -> list[vd.Row]:
-        return vd.encounter_rows(enc, verifier, random.Random(5), [], Counter(), recipe, own)
+        return _asked_rows(recipe, own)
 
     plain = rows(vd.Recipe())
     shared = rows(vd.Recipe(withdrawn_share=3.0))  # the replies are the recipe's to use
