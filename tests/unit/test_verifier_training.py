@@ -973,8 +973,8 @@ def test_harvested_replies_withdraw_answers_and_say_them_in_other_words() -> Non
         return _asked_rows(recipe, own)
 
     plain = rows(vd.Recipe())
-    shared = rows(vd.Recipe(withdrawn_share=3.0))  # the replies are the recipe's to use
-    assert shared == rows(vd.Recipe(withdrawn_share=3.0, harvested=False))
+    # replies at hand change nothing until the recipe says to use them
+    assert rows(vd.Recipe(withdrawn_share=3.0)) == _asked_rows(vd.Recipe(withdrawn_share=3.0))
     harvested = rows(vd.Recipe(withdrawn_share=3.0, harvested=True))
     assert [r for r in harvested if r in plain] == plain
     added = [r for r in harvested if r not in plain]
