@@ -746,16 +746,6 @@ _EMPTY_KEYS = frozenset(
     "mean sorri hello hi hear repeat know don't can't remember recal i'm not sur idea actualli "
     "realli honestli doctor um uh".split()
 )
-_YES_RE = re.compile(
-    r"^\W*(?:(?:uh|um)\W+)?(?:yes|yeah|yep|yup|i (?:do|am|have|did)|it (?:is|does)|we do)\b",
-    re.I,
-)
-_NO_RE = re.compile(
-    r"^\W*(?:(?:uh|um)\W+)?(?:no|nope|not|never|absolutely not|"
-    r"i (?:don't|do not|haven't|have not|am not|'m not))\b",
-    re.I,
-)
-_NEGATED_RE = re.compile(r"\b(?:no|nope|not|never|none)\b|n't\b", re.I)
 # What makes a bare reply say more than its yes or no, or say it of someone else: it would
 # not fit every question ("No, just me.", "I am okay.", "Yes, she did.").
 _NOT_BARE_RE = re.compile(
@@ -766,9 +756,11 @@ _NOT_BARE_RE = re.compile(
 
 
 def reply_polarity(reply: str) -> str | None:
-    """What a bare reply says, "yes" or "no", where it says one of them and nothing else
-    ("Yes, I do.", "Uh, no.", "No, not that I know of."); None for anything else ("Okay.",
-    "I don't know.", "Yep. Uh, no.", "No, just me.")."""
+    """What a bare reply says, "yes" or "no" (as ``core.assertion.reply_answer`` reads it),
+    where it says one of them and nothing else that would not fit every question ("Yes, I
+    do.", "Uh, no.", "No, not that I know of."); None for anything else ("Okay.", "I don't
+    know.", "Yep. Uh, no.", "No, just me.")."""
+    from core.assertion import reply_answer
     from core.text import asserts_nothing
 
     text = " ".join(reply.split())
@@ -776,11 +768,13 @@ def reply_polarity(reply: str) -> str | None:
         return None
     if _CANNOT_SAY_RE.search(text) or not asserts_nothing(text):
         return None
-    if _YES_RE.match(text) and not _NEGATED_RE.search(text):
-        return "yes"
-    if _NO_RE.match(text) and not re.search(r"\b(?:yes|yeah|yep|yup)\b", text, re.I):
-        return "no"
-    return None
+    answer = reply_answer(text)
+    return None if answer is None else "yes" if answer else "no"
+
+
+def _words(text: str) -> list[str]:
+    """A reply's words, in lower case, without its stops: how two replies are compared."""
+    return re.findall(r"[a-z']+", text.lower())
 
 
 def answers_nothing(reply: str) -> bool:
@@ -812,7 +806,7 @@ def harvest_replies(encounters: Sequence[Encounter], held_out: Sequence[str] = (
         return text[:1].upper() + text[1:]
 
     def triples(text: str) -> set[tuple[str, ...]]:
-        words = re.findall(r"[a-z']+", text.lower())
+        words = _words(text)
         return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
 
     held_keys = frozenset().union(*(evidence_keys(r) for r in held_out))
@@ -826,7 +820,7 @@ def harvest_replies(encounters: Sequence[Encounter], held_out: Sequence[str] = (
             if "?" not in asked[2]:
                 continue
             text = plain(reply[2])
-            words = " ".join(re.findall(r"[a-z']+", text.lower()))
+            words = " ".join(_words(text))
             if not words or evidence_keys(text) & held_keys or triples(text) & held_triples:
                 continue
             which = "nothing" if answers_nothing(text) else reply_polarity(text)
@@ -851,12 +845,7 @@ def answered_again(
     sense = reply_polarity(said)
     if sense is None:
         return []
-    own = " ".join(re.findall(r"[a-z']+", said.lower()))
-    pool = [
-        r
-        for r in (replies.yes if sense == "yes" else replies.no)
-        if " ".join(re.findall(r"[a-z']+", r.lower())) != own
-    ]
+    pool = [r for r in (replies.yes if sense == "yes" else replies.no) if _words(r) != _words(said)]
     return _with_reply(lines, i, tag, rng.sample(pool, min(copies, len(pool))))
 
 

@@ -64,6 +64,10 @@ _NO_FIRST_RE = re.compile(
 )
 
 
+# Words that say yes alone and strengthen a "not" after them.
+_INTENSIFIERS = frozenset({"absolutely", "definitely", "certainly"})
+
+
 def reply_answer(sentence: str) -> bool | None:
     """A short reply's yes (True) or no (False); None when neither, or when the reply goes
     on to say more (a "no" before a new clause often answers something else)."""
@@ -78,9 +82,12 @@ def reply_answer(sentence: str) -> bool | None:
         return None
     if words[0] in _NO_WORDS or (words[0] in {"i", "not"} and "not" in words[:3]):
         return False
+    if words[0] in _INTENSIFIERS and words[1:2] == ["not"]:
+        return False  # "absolutely not": a yes word alone, a no with "not" after it
     if words[0] in _YES_WORDS or words[:2] in _YES_PHRASES:
-        # "i did at first but not any more": mixed, the reply's own words decide
-        return None if any(t in _NEG_CUES for t in toks[2:]) else True
+        # "i did at first but not any more", "yeah. no.": mixed, the reply's own words decide
+        after = toks[toks.index(words[1]) + 1 :] if words[:2] in _YES_PHRASES else toks[1:]
+        return None if any(t in _NEG_CUES for t in after) else True
     return None
 
 

@@ -107,6 +107,10 @@ def test_a_question_answered_no_denies_what_it_asked() -> None:
     assert is_question("[doctor] any fever ?")
     assert reply_answer("[patient] no .") is False
     assert reply_answer("yes .") is True
+    assert reply_answer("Absolutely not!") is False
+    assert reply_answer("Absolutely.") is True
+    assert reply_answer("Yeah. No.") is None  # mixed: the next words decide
+    assert reply_answer("I did at first but not any more.") is None
     asked, replied = dialogue_polarity(("[doctor] any fever ?", "[patient] no ."))
     assert asked == {"fever": {False}}
     assert replied == {}
