@@ -17,6 +17,11 @@ from the installed MiniLM). Stages, each resumable:
    and theirs, a "model soup": all must be fine-tuned from the same start (the same MiniLM
    and the same ``--head-seed``, which draws the classifier head's first weights).
 
+A second stage: ``--start-from DIR`` fine-tunes an exported model further instead of MiniLM,
+and ``--focus KINDS`` trains on the pairs of those kinds with ``--focus-mix`` times as many of
+the others drawn at random, so that it learns them without forgetting the rest; the export
+records the first stage's training under ``started_from``.
+
 ``--work`` puts the pairs, checkpoints and model in another folder than ``build/verifier``
 (e.g. one per run to be averaged later). The calibration and the combination with the rule
 signals are fitted afterwards on dev rows by ``fit_verifier.py``.
@@ -112,11 +117,16 @@ def train(
     banded: bool = False,
     max_steps: int = -1,
     head_seed: int | None = None,
+    start_from: Path | None = None,
+    focus: Sequence[str] = (),
+    focus_mix: float = 4.0,
 ) -> float:
     """Fine-tune and save the model to ``out``; returns the training time in seconds.
     ``banded``: batches of pairs of about one length (:func:`length_bands`). ``head_seed``
     (default ``seed``) draws the classifier head's first weights, the one part of the model
-    that does not come from MiniLM; ``seed`` draws everything else."""
+    that does not come from MiniLM; ``seed`` draws everything else. ``start_from``: an
+    exported model's folder whose weights are fine-tuned further instead of MiniLM's (a
+    second stage); ``focus``: train on the pairs of these kinds (:func:`focused`)."""
     import torch
     from datasets import Dataset
     from sentence_transformers.cross_encoder import (
@@ -133,6 +143,8 @@ def train(
     from core.grounding.learned import model_inputs
 
     rows = load_pairs(pairs, "train")
+    if focus:
+        rows = focused(rows, focus, focus_mix, seed)
     random.Random(seed).shuffle(rows)
     inputs = [model_inputs(str(r["statement"]), str(r["evidence"])) for r in rows]
     data = Dataset.from_dict(
@@ -143,6 +155,8 @@ def train(
         }
     )
     model = CrossEncoder(default_model_path(), num_labels=1, max_length=MAX_LENGTH, device="cpu")
+    if start_from is not None:
+        load_exported(model.model, start_from)
     torch.manual_seed(seed)  # the trainer seeds itself too; this keeps the two draws apart
     model.model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     sampler: dict[str, Any] = {"batch_sampler": LengthBandedBatchSampler} if banded else {}
@@ -176,6 +190,39 @@ def train(
     model.save_pretrained(str(out))
     (out / "training_seconds.txt").write_text(f"{elapsed:.0f}\n")
     return elapsed
+
+
+def focused(
+    rows: Sequence[dict[str, object]], kinds: Sequence[str], mix: float, seed: int
+) -> list[dict[str, object]]:
+    """The pairs of ``kinds``, and ``mix`` times as many of the others drawn at random
+    (seeded), so that a second stage learns those kinds without forgetting the rest."""
+    wanted = set(kinds)
+    chosen = [r for r in rows if r["kind"] in wanted]
+    if not chosen:
+        raise ValueError(f"no training pairs of kinds {sorted(wanted)}")
+    others = [r for r in rows if r["kind"] not in wanted]
+    take = min(len(others), round(mix * len(chosen)))
+    return chosen + random.Random(seed).sample(others, take)
+
+
+def load_exported(model: Any, folder: Path) -> None:
+    """Load an exported model's weights (``core/data/verifier`` or a copy) into ``model``,
+    a ``BertForSequenceClassification`` holding MiniLM's word embeddings, which the export
+    leaves out; a weight missing or left over is an error naming how many."""
+    from safetensors.torch import load_file
+
+    from core.grounding.learned import WEIGHTS, WORD_EMBEDDINGS
+
+    state = {k: v.float() for k, v in load_file(str(folder / WEIGHTS)).items()}
+    state.pop(WORD_EMBEDDINGS, None)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if k != WORD_EMBEDDINGS and not k.endswith("position_ids")]
+    if missing or unexpected:
+        raise ValueError(
+            f"{folder} does not fit the model ({len(missing)} weights missing, "
+            f"{len(unexpected)} unexpected)"
+        )
 
 
 def pair_counts(
@@ -222,6 +269,9 @@ def export(
     head_seed: int,
     command: str,
     average_with: Sequence[Path] = (),
+    start_from: Path | None = None,
+    focus: Sequence[str] = (),
+    focus_mix: float = 4.0,
 ) -> None:
     """Float16 safetensors of every weight but the word embeddings, and verifier.json;
     with ``average_with``, the weights averaged with those exported models' (:func:`averaged`)."""
@@ -262,7 +312,8 @@ def export(
         str(MODEL_DIR / WEIGHTS),
         metadata={"format": "pt", "base": "all-MiniLM-L6-v2", "dtype": "float16"},
     )
-    manifest, labels, kinds = pair_counts(load_pairs(pairs, "train"))
+    rows = load_pairs(pairs, "train")
+    manifest, labels, kinds = pair_counts(focused(rows, focus, focus_mix, seed) if focus else rows)
     from core.grounding.splits import ACI_TRAIN, MTS_TRAIN
 
     files = {
@@ -295,6 +346,16 @@ def export(
         settings["averaged_with"] = average
     else:
         settings.pop("averaged_with", None)
+    if start_from is not None:
+        # the first stage's record, so that the whole path back to MiniLM stays written down
+        first = json.loads((start_from / SETTINGS).read_text())
+        settings["started_from"] = {
+            "version": first.get("version"),
+            "training": first.get("training"),
+            **({"started_from": first["started_from"]} if "started_from" in first else {}),
+        }
+    else:
+        settings.pop("started_from", None)
     (MODEL_DIR / SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
     size = (MODEL_DIR / WEIGHTS).stat().st_size / 1e6
     print(f"exported {WEIGHTS} ({size:.1f} MB) and {SETTINGS} to {MODEL_DIR}")
@@ -377,6 +438,20 @@ def main() -> None:
         "own replies too, each beside a positive with the answer in other words",
     )
     parser.add_argument(
+        "--start-from",
+        type=Path,
+        default=None,
+        help="train: fine-tune this exported model's folder further (a second stage; copy "
+        "core/data/verifier first, as the export overwrites it) instead of MiniLM",
+    )
+    parser.add_argument(
+        "--focus",
+        default="",
+        help="train: only the pairs of these kinds (comma-separated, e.g. "
+        "answer_withdrawn,answer_given), with --focus-mix times as many others at random",
+    )
+    parser.add_argument("--focus-mix", type=float, default=4.0)
+    parser.add_argument(
         "--average-with",
         type=Path,
         nargs="+",
@@ -388,6 +463,7 @@ def main() -> None:
     if args.pairs is None:
         args.pairs = args.work / "pairs.jsonl"
     head_seed = args.seed if args.head_seed is None else args.head_seed
+    focus = [k for k in args.focus.split(",") if k]
     stages = args.stages.split(",")
     # which stages run does not change what comes out
     given = re.sub(r"\s*--stages[ =]\S+", "", " ".join(sys.argv[1:]))
@@ -429,6 +505,9 @@ def main() -> None:
             banded=args.banded,
             max_steps=args.max_steps,
             head_seed=head_seed,
+            start_from=args.start_from,
+            focus=focus,
+            focus_mix=args.focus_mix,
         )
         print(f"trained in {seconds / 60:.1f} min")
     if "export" in stages:
@@ -439,6 +518,9 @@ def main() -> None:
             head_seed=head_seed,
             command=command,
             average_with=args.average_with,
+            start_from=args.start_from,
+            focus=focus,
+            focus_mix=args.focus_mix,
         )
 
 

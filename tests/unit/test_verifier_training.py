@@ -760,6 +760,64 @@ def test_models_are_averaged_weight_by_weight_and_mismatches_are_named() -> None
         train_verifier.averaged([])
 
 
+def test_a_second_stage_trains_on_its_kinds_with_a_seeded_mix_of_the_rest() -> None:
+    import train_verifier
+
+    rows: list[dict[str, object]] = [{"kind": "reference", "n": i} for i in range(100)]
+    rows += [{"kind": "answer_withdrawn", "n": i} for i in range(5)]
+    rows += [{"kind": "answer_given", "n": i} for i in range(5)]
+    kinds = ("answer_withdrawn", "answer_given")
+    chosen = train_verifier.focused(rows, kinds, 3.0, seed=13)
+    assert Counter(str(r["kind"]) for r in chosen) == {
+        "answer_withdrawn": 5,
+        "answer_given": 5,
+        "reference": 30,
+    }
+    assert len({id(r) for r in chosen}) == len(chosen)  # no pair twice
+    assert chosen == train_verifier.focused(rows, kinds, 3.0, seed=13)
+    assert chosen != train_verifier.focused(rows, kinds, 3.0, seed=14)
+    # more than there are: all of them
+    assert len(train_verifier.focused(rows, kinds, 50.0, seed=13)) == len(rows)
+    with pytest.raises(ValueError, match="no training pairs of kinds"):
+        train_verifier.focused(rows, ("swapped_side",), 1.0, seed=13)
+
+
+def test_a_second_stage_starts_from_the_exported_weights(tmp_path: Path) -> None:
+    import torch
+    import train_verifier
+    from safetensors.torch import save_file
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from core.grounding.learned import WEIGHTS, WORD_EMBEDDINGS
+
+    config = BertConfig(
+        vocab_size=30,
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=16,
+        num_labels=1,
+    )
+    torch.manual_seed(1)
+    exported = BertForSequenceClassification(config)
+    state = {
+        k: v.to(torch.float16)
+        for k, v in exported.state_dict().items()
+        if k != WORD_EMBEDDINGS and not k.endswith("position_ids")
+    }
+    save_file(state, str(tmp_path / WEIGHTS))
+    torch.manual_seed(2)
+    model = BertForSequenceClassification(config)
+    words = model.state_dict()[WORD_EMBEDDINGS].clone()
+    train_verifier.load_exported(model, tmp_path)
+    loaded = model.state_dict()
+    assert torch.equal(loaded["classifier.weight"], state["classifier.weight"].float())
+    assert torch.equal(loaded[WORD_EMBEDDINGS], words)  # the model's own, as exported without
+    save_file({k: v for k, v in state.items() if k != "classifier.bias"}, str(tmp_path / WEIGHTS))
+    with pytest.raises(ValueError, match="1 weights missing"):
+        train_verifier.load_exported(model, tmp_path)
+
+
 ASKED = (
     "Doctor: What brings you in today?\n"
     "Patient: My right knee has been swollen for two weeks.\n"
