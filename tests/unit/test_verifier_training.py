@@ -601,6 +601,27 @@ def test_general_corpora_weigh_as_told_and_neither_veto_nor_set_the_threshold() 
     assert fp / 150 <= 0.1
 
 
+def test_the_threshold_meets_the_ceiling_between_the_printed_steps() -> None:
+    from fit_verifier import sweep
+
+    # 20 hallucinations at support 0.43, 100 real sentences: 9 at 0.435, the rest at 0.8;
+    # on a grid of 0.025, 0.425 flags nothing and 0.45 the 9 real ones too (9 % > 5 %)
+    support = np.array([0.43] * 20 + [0.435] * 9 + [0.8] * 91)
+    hallucinated = np.array([1] * 20 + [0] * 100)
+    real = hallucinated == 0
+    f1, threshold, table = sweep(support, hallucinated, np.ones(120), real, 0.05)
+    assert threshold == 0.435  # all 20 flagged, none of the real ones
+    assert f1 == pytest.approx(1.0)
+    assert [row["threshold"] for row in table][:3] == [0.05, 0.075, 0.1]  # printed: every 0.025
+    # above the ceiling nothing is chosen, however good its F1
+    f1, threshold, _ = sweep(support, hallucinated, np.ones(120), real, 0.0)
+    assert threshold == 0.435
+    f1, threshold, _ = sweep(
+        np.array([0.43] * 20 + [0.43] * 9 + [0.8] * 91), hallucinated, np.ones(120), real, 0.05
+    )
+    assert (f1, threshold) == (0.0, 0.5)  # nothing meets the ceiling and flags one
+
+
 VISIT = (
     "Doctor: Do you have diabetes? Patient: Yes, I take metformin twice a day. "
     "Doctor: Any allergies? Patient: Penicillin gives me a rash. "
