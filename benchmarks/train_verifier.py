@@ -209,11 +209,17 @@ def focused(
 def load_exported(model: Any, folder: Path) -> None:
     """Load an exported model's weights (``core/data/verifier`` or a copy) into ``model``,
     a ``BertForSequenceClassification`` holding MiniLM's word embeddings, which the export
-    leaves out; a weight missing or left over is an error naming how many."""
+    leaves out; a weight missing or left over, or a model trained on other word embeddings
+    (its ``verifier.json`` says which), is an error."""
     from safetensors.torch import load_file
 
-    from core.grounding.learned import WEIGHTS, WORD_EMBEDDINGS
+    from core.grounding.learned import SETTINGS, WEIGHTS, WORD_EMBEDDINGS, embedding_checksum
 
+    if (folder / SETTINGS).exists():
+        theirs = json.loads((folder / SETTINGS).read_text()).get("embedding_checksum")
+        words = model.state_dict()[WORD_EMBEDDINGS]
+        if theirs is not None and theirs != embedding_checksum(words):
+            raise ValueError(f"{folder} was trained on other word embeddings")
     state = {k: v.float() for k, v in load_file(str(folder / WEIGHTS)).items()}
     state.pop(WORD_EMBEDDINGS, None)
     missing, unexpected = model.load_state_dict(state, strict=False)
@@ -450,7 +456,12 @@ def main() -> None:
         help="train: only the pairs of these kinds (comma-separated, e.g. "
         "answer_withdrawn,answer_given), with --focus-mix times as many others at random",
     )
-    parser.add_argument("--focus-mix", type=float, default=4.0)
+    parser.add_argument(
+        "--focus-mix",
+        type=float,
+        default=4.0,
+        help="train: with --focus, pairs of other kinds drawn per focused pair (default 4)",
+    )
     parser.add_argument(
         "--average-with",
         type=Path,

@@ -3,6 +3,7 @@ the lexical support that shows which words a statement adds."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import sys
@@ -809,7 +810,7 @@ def test_a_second_stage_starts_from_the_exported_weights(tmp_path: Path) -> None
     from safetensors.torch import save_file
     from transformers import BertConfig, BertForSequenceClassification
 
-    from core.grounding.learned import WEIGHTS, WORD_EMBEDDINGS
+    from core.grounding.learned import SETTINGS, WEIGHTS, WORD_EMBEDDINGS, embedding_checksum
 
     config = BertConfig(
         vocab_size=30,
@@ -837,6 +838,12 @@ def test_a_second_stage_starts_from_the_exported_weights(tmp_path: Path) -> None
     save_file({k: v for k, v in state.items() if k != "classifier.bias"}, str(tmp_path / WEIGHTS))
     with pytest.raises(ValueError, match="1 weights missing"):
         train_verifier.load_exported(model, tmp_path)
+    save_file(state, str(tmp_path / WEIGHTS))
+    (tmp_path / SETTINGS).write_text(json.dumps({"embedding_checksum": "0" * 16}))
+    with pytest.raises(ValueError, match="other word embeddings"):
+        train_verifier.load_exported(model, tmp_path)
+    (tmp_path / SETTINGS).write_text(json.dumps({"embedding_checksum": embedding_checksum(words)}))
+    train_verifier.load_exported(model, tmp_path)
 
 
 ASKED = (
