@@ -206,29 +206,44 @@ def focused(
     return chosen + random.Random(seed).sample(others, take)
 
 
-def load_exported(model: Any, folder: Path) -> None:
-    """Load an exported model's weights (``core/data/verifier`` or a copy) into ``model``,
-    a ``BertForSequenceClassification`` holding MiniLM's word embeddings, which the export
-    leaves out; a weight missing or left over, or a model trained on other word embeddings
-    (its ``verifier.json`` says which), is an error."""
+def read_model(folder: Path, words: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A model folder's weights without the word embeddings, and its settings: an exported
+    model (``verifier.json`` beside it, which names its word embeddings by checksum) or a
+    trained one (``WORK/model``, which holds them); one fine-tuned on other word embeddings
+    than ``words`` is an error naming the folder."""
     from safetensors.torch import load_file
 
     from core.grounding.learned import SETTINGS, WEIGHTS, WORD_EMBEDDINGS, embedding_checksum
 
-    if (folder / SETTINGS).exists():
-        theirs = json.loads((folder / SETTINGS).read_text()).get("embedding_checksum")
-        words = model.state_dict()[WORD_EMBEDDINGS]
-        if theirs is not None and theirs != embedding_checksum(words):
-            raise ValueError(f"{folder} was trained on other word embeddings")
-    state = {k: v.float() for k, v in load_file(str(folder / WEIGHTS)).items()}
-    state.pop(WORD_EMBEDDINGS, None)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [k for k in missing if k != WORD_EMBEDDINGS and not k.endswith("position_ids")]
+    state = load_file(str(folder / WEIGHTS))
+    their_words = state.pop(WORD_EMBEDDINGS, None)
+    settings = json.loads((folder / SETTINGS).read_text()) if (folder / SETTINGS).exists() else {}
+    checksum = (
+        embedding_checksum(their_words)
+        if their_words is not None
+        else settings.get("embedding_checksum")
+    )
+    if checksum != embedding_checksum(words):
+        raise ValueError(f"{folder} was trained on other word embeddings")
+    return state, settings
+
+
+def load_exported(model: Any, folder: Path) -> None:
+    """Load a model folder's weights (:func:`read_model`: ``core/data/verifier`` or a copy)
+    into ``model``, a ``BertForSequenceClassification`` holding MiniLM's word embeddings; a
+    weight missing or left over is an error naming how many, and leaves ``model`` as it was."""
+    from core.grounding.learned import WORD_EMBEDDINGS
+
+    own = model.state_dict()
+    state, _ = read_model(folder, own[WORD_EMBEDDINGS])
+    wanted = {k for k in own if k != WORD_EMBEDDINGS and not k.endswith("position_ids")}
+    missing, unexpected = wanted - set(state), set(state) - set(own)
     if missing or unexpected:
         raise ValueError(
             f"{folder} does not fit the model ({len(missing)} weights missing, "
             f"{len(unexpected)} unexpected)"
         )
+    model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False)
 
 
 def pair_counts(
@@ -297,18 +312,9 @@ def export(
     states, average = [state], []
     for folder in average_with:
         # an exported model (verifier.json beside it) or a trained one (WORK/model)
-        theirs = load_file(str(folder / WEIGHTS))
-        their_words = theirs.pop(WORD_EMBEDDINGS, None)
-        exported = (folder / SETTINGS).exists()
-        their_settings = json.loads((folder / SETTINGS).read_text()) if exported else {}
-        checksum = (
-            embedding_checksum(their_words)
-            if their_words is not None
-            else their_settings.get("embedding_checksum")
-        )
-        if checksum != embedding_checksum(words):
-            raise ValueError(f"{folder} was trained on other word embeddings")
+        theirs, their_settings = read_model(folder, words)
         states.append(theirs)
+        exported = (folder / SETTINGS).exists()
         average.append(their_settings.get("training") if exported else {"folder": str(folder)})
     if average_with:
         state = averaged(states)

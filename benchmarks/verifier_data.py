@@ -773,7 +773,7 @@ def reply_polarity(reply: str) -> str | None:
 
 
 def _words(text: str) -> list[str]:
-    """A reply's words, in lower case, without its stops: how two replies are compared."""
+    """A reply's words in lower case, without punctuation: how two replies are compared."""
     return re.findall(r"[a-z']+", text.lower())
 
 

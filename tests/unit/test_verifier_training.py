@@ -831,13 +831,16 @@ def test_a_second_stage_starts_from_the_exported_weights(tmp_path: Path) -> None
     torch.manual_seed(2)
     model = BertForSequenceClassification(config)
     words = model.state_dict()[WORD_EMBEDDINGS].clone()
+    (tmp_path / SETTINGS).write_text(json.dumps({"embedding_checksum": embedding_checksum(words)}))
     train_verifier.load_exported(model, tmp_path)
     loaded = model.state_dict()
     assert torch.equal(loaded["classifier.weight"], state["classifier.weight"].float())
     assert torch.equal(loaded[WORD_EMBEDDINGS], words)  # the model's own, as exported without
     save_file({k: v for k, v in state.items() if k != "classifier.bias"}, str(tmp_path / WEIGHTS))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
     with pytest.raises(ValueError, match="1 weights missing"):
         train_verifier.load_exported(model, tmp_path)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # untouched
     save_file(state, str(tmp_path / WEIGHTS))
     (tmp_path / SETTINGS).write_text(json.dumps({"embedding_checksum": "0" * 16}))
     with pytest.raises(ValueError, match="other word embeddings"):
