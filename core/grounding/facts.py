@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import chain
@@ -272,8 +272,9 @@ _MONTH_DAY = r"(?:(?<=\bon )|\b(?=0))(\d{1,2})/(\d{1,2})\b(?!/)"
 _DATE_RE = re.compile(r"\b\d{1,2}([/-])\d{1,2}\1\d{2,4}\b|\b\d{1,2}/\d{4}\b|" + _MONTH_DAY)
 # "four out of ten" is the score "4/10".
 _OUT_OF_RE = re.compile(r"\b(\d+)\s+out\s+of\s+(\d+)\b", re.I)
-# "one and a half" is 1.5 (read as "one point five" below).
-_AND_A_HALF_RE = re.compile(rf"\b({_WORD_NUMBER}|\d+) and a half\b", re.I)
+# "one and a half" is 1.5 (read as "one point five" below), and so is "two and half" as speech
+# is often written down.
+_AND_A_HALF_RE = re.compile(rf"\b({_WORD_NUMBER}|\d+) and (?:a )?half\b", re.I)
 # "baby aspirin" is its dose: 81 mg.
 _BABY_ASPIRIN_RE = re.compile(r"\b(?:baby|low[- ]dose) aspirin\b", re.I)
 # "a pack and a half" is 1.5 packs, "an hour and a half" 1.5 hours, and so is "a tough
@@ -282,6 +283,8 @@ _A_UNIT_AND_A_HALF_RE = re.compile(
     r"\ban? ([a-z]+) and a half\b|\b(day|week|month|year|hour)[\s-]+and[\s-]+a[\s-]+half\b", re.I
 )
 _HALF_RE = re.compile(r"\b(?:a|one) half\b|\bhalf (?:a|an)\b", re.I)
+# A whole number and a fraction: "1-1/2 packs" and "2 1/4 inches" are 1.5 and 2.25.
+_MIXED_NUMBER_RE = re.compile(r"(?<![\w./-])(\d{1,2})(?:\s+|-)([1-7])/([248])(?![\w./])")
 _NEXT_RE = re.compile(r"\bnext\s+(?=(?:day|week|month|year)\b)", re.I)
 _ONCE_TWICE_RE = re.compile(r"\b(?:once|twice)\b", re.I)  # "twice daily" is 2 times daily
 _HALF_HOUR_RE = re.compile(r"\b(?:(?:a|one) )?half (?:an? )?hour\b", re.I)  # 30 minutes
@@ -387,6 +390,13 @@ def _spine_level(m: re.Match[str]) -> str:
     return f"{m.group(1)}{m.group(2)}-{m.group(3)}"
 
 
+def _mixed_number(m: re.Match[str]) -> str:
+    numerator, denominator = int(m.group(2)), int(m.group(3))
+    if numerator >= denominator:
+        return m.group(0)
+    return _canonical(str(int(m.group(1)) + numerator / denominator))
+
+
 @cached_for_short_texts(maxsize=16384)
 def digits(text: str, *, ordinals: bool = True) -> str:
     """Spelled-out numbers replaced by digits ("forty five" -> "45", "seven point one" ->
@@ -400,6 +410,7 @@ def digits(text: str, *, ordinals: bool = True) -> str:
     text = _A_UNIT_AND_A_HALF_RE.sub(lambda m: f"1.5 {m.group(1) or m.group(2)}", text)
     text = _HALF_HOUR_RE.sub("30 minutes", text)
     text = _HALF_RE.sub("0.5", text)
+    text = _MIXED_NUMBER_RE.sub(_mixed_number, text)
     text = _SPINE_LEVEL_RE.sub(_spine_level, text)
     text = _SPINE_LEVELS_RE.sub(_spine_level, text)
     if ordinals:
@@ -581,9 +592,10 @@ def _related_sentences(statement: str, sentences: Sequence[str]) -> str:
     return " ".join(s for s in sentences if len(wanted & _content_stems(s)) >= 2)
 
 
-# A range of values: "3 to 4 times a day", "6-to-8-week", "two or three months".
+# A range of values: "3 to 4 times a day", "6-to-8-week", "two or three months" (not the hour
+# of a clock time: "8 to 8:30" is no range of 8 to 8).
 _RANGE_RE = re.compile(
-    r"(?<![\w./])(\d+(?:\.\d+)?)\s*(?:-\s*to\s*-|to|or|-)\s*(\d+(?:\.\d+)?)(?![\w./])"
+    r"(?<![\w./:])(\d+(?:\.\d+)?)\s*(?:-\s*to\s*-|to|or|-)\s*(\d+(?:\.\d+)?)(?![\w./:])"
     r"(?:\s*-?\s*([a-z]+))?",
     re.I,
 )
@@ -594,16 +606,24 @@ _DIMENSIONS_RE = re.compile(
 
 @lru_cache(maxsize=4096)
 def _ranges(text: str, *, ordinals: bool = True) -> tuple[tuple[str, str, str | None], ...]:
-    """(low, high, unit stem) of each range of values in ``text`` (cached)."""
+    """(low, high, unit) of each range of values in ``text`` (cached; :func:`_range_unit`)."""
     converted = _DATE_RE.sub(" ", digits(text, ordinals=ordinals))
     return tuple(
         (
             _canonical(m.group(1)),
             _canonical(m.group(2)),
-            stem(m.group(3).lower()) if m.group(3) else None,
+            _range_unit(m.group(3)) if m.group(3) else None,
         )
         for m in _RANGE_RE.finditer(converted)
     )
+
+
+def _range_unit(word: str) -> str:
+    """A range's unit as quantities name it ("milligrams" and "mg" are "mg"), else the
+    word's stem ("glasses" -> "glass")."""
+    low = word.lower()
+    unit = _UNITS.get(low) or (_UNITS.get(low[:-1]) if low.endswith("s") else None)
+    return unit or stem(low)
 
 
 def _compare_ranges(statement: str, evidence: str) -> FactCheck | None:
@@ -715,6 +735,25 @@ def _within(q: Quantity, direction: int, h: Quantity) -> bool:
         return False
 
 
+def _in_range(
+    q: Quantity, ranges: Sequence[tuple[str, str]], h: Quantity, ends: Collection[str]
+) -> bool:
+    """Whether ``h``, a value of the same unit said of the same thing, lies within a range
+    of the statement that ``q`` is an end of ("2-3 weeks" against "a couple of weeks"). An
+    end of a range the evidence gives (``ends``) is no such value: that range is compared
+    as a range (:func:`_compare_ranges`), and "6 to 16 glasses" is not borne out by "six to
+    eight glasses"."""
+    if h.value in ends or h.unit != q.unit or not (h.context & q.context or not q.context):
+        return False
+    try:
+        value = float(h.value)
+        return any(
+            float(low) <= value <= float(high) for low, high in ranges if q.value in (low, high)
+        )
+    except ValueError:
+        return False
+
+
 def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[str]) -> FactCheck:
     ranged = _compare_ranges(statement, evidence)
     if ranged is not None:
@@ -737,11 +776,15 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
     spoken = re.findall(r"(\d+)\s+over\s+(\d+)", digits(evidence))
     values = {h.value for h in have} | {_canonical(f"{a}/{b}") for a, b in spoken}
     bounds = _bounds(statement) if wanted else {}
+    stated_ranges = [(low, high) for low, high, _ in _ranges(statement, ordinals=False)]
+    ends = {end for low, high, _ in _ranges(evidence) for end in (low, high)}
     for q in wanted:
         pool = counted if q.unit else have
         direction = bounds.get(q.value)
         if direction is not None and any(_within(q, direction, h) for h in pool):
             continue  # "more than 80 %" against "82 %"
+        if stated_ranges and any(_in_range(q, stated_ranges, h, ends) for h in pool):
+            continue  # a range is borne out by a value within it
         if any(_same(q, h) for h in pool):
             other = _said_of_another(q, pool, wanted)
             if other is None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from core.grounding import GroundingVerifier, SourceChunk, compare_facts
-from core.grounding.facts import condition_mentions, drug_mentions, quantities
+from core.grounding.facts import condition_mentions, digits, drug_mentions, quantities
 
 NOTE = (
     "Assessment: Type 2 diabetes, well controlled. Takes metformin 500 mg b.i.d. and "
@@ -441,6 +441,42 @@ def test_ranges_of_values() -> None:
     assert compare_facts("A 6-to-5-week course.", said).status == "conflict"
     # a range of another unit is another range
     assert compare_facts("Every 2 to 4 days.", said).status != "conflict"
+    # ... and the same unit written two ways is one unit
+    doses = ["take six hundred to eight hundred milligrams of ibuprofen every eight hours"]
+    assert compare_facts("Ibuprofen 600 to 800 mg.", doses).status == "agree"
+    check = compare_facts("Ibuprofen 600 to 801 mg.", doses)
+    assert (check.status, check.reason) == ("conflict", "range differs: 600 to 801 vs 600 to 800")
+    # a range is borne out by one value within it, not by one outside it
+    couple = ["and you had your c-section a couple of weeks ago?"]
+    assert compare_facts("C-section 2-3 weeks ago.", couple).status == "agree"
+    check = compare_facts("C-section 3-4 weeks ago.", couple)
+    assert (check.status, check.reason) == ("conflict", "number differs: 3 week vs 2 week")
+    assert compare_facts("Metformin 500-1000 mg.", ["metformin 750 milligrams"]).status == "agree"
+    # the hour of a clock time is no end of a range
+    hours = ["i work from around eight or eight thirty to five or five thirty"]
+    assert compare_facts("He works from 8 to 8:30 a.m.", hours).status != "conflict"
+    # ... but a range the evidence gives is compared as a range, not as values within
+    glasses = ["six to eight glasses of water per day is a good idea"]
+    assert compare_facts("Drink 6 to 8 glasses of water per day.", glasses).status == "agree"
+    assert compare_facts("Drink 6 to 16 glasses of water per day.", glasses).status != "agree"
+    assert compare_facts("Metformin 500-1000 mg.", ["metformin 250 milligrams"]).status == (
+        "conflict"
+    )
+
+
+def test_a_whole_number_and_a_fraction_is_one_number() -> None:
+    assert (
+        digits("1-1/2 packs, 2 1/4 inches, 3/4 cup, 7/8") == "1.5 packs, 2.25 inches, 3/4 cup, 7/8"
+    )
+    pack = ["yeah, i smoke about a pack to a pack and a half a day."]
+    assert compare_facts("Smokes 1-1/2 packs a day.", pack).status == "agree"
+    assert compare_facts("Smokes 2-1/2 packs a day.", pack).status == "conflict"
+    # the half said without its article, as speech is often written down
+    son = ["my two and half year old son is sick at home"]
+    assert compare_facts("Her 2-1/2-year-old son is sick.", son).status == "agree"
+    assert compare_facts("Her 3-1/2-year-old son is sick.", son).status == "conflict"
+    # a score or a date is no fraction of a whole number
+    assert digits("strength 4/5, seen 12/1/2024") == "strength 4/5, seen 12/1/2024"
 
 
 def test_scores_years_and_what_is_not_a_quantity() -> None:
