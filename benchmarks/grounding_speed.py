@@ -102,6 +102,8 @@ def main() -> None:
         "same cases, interleaved",
     )
     args = parser.parse_args()
+    if args.batch_runs < 1 or args.batch < 1:
+        parser.error("--batch and --batch-runs must be at least 1")
 
     from core.backends.embedder import Embedder, get_embedder
     from core.grounding import GroundingVerifier, SourceChunk
