@@ -492,9 +492,7 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
     for m in _NUMBER_RE.finditer(converted):
         unit = None
         for raw_unit in ((m.group(2) or "").lower(), range_units.get(m.start(), "")):
-            unit = _UNITS.get(raw_unit)
-            if unit is None and raw_unit.endswith("s"):
-                unit = _UNITS.get(raw_unit[:-1])
+            unit = _unit_named(raw_unit)
             if unit is not None:
                 break
         value = _canonical(m.group(1))
@@ -516,6 +514,14 @@ def _quantities(text: str, ordinals: bool) -> tuple[Quantity, ...]:
         )
         found.append(Quantity(value, unit, display.strip(), context))
     return tuple(found)
+
+
+def _unit_named(word: str) -> str | None:
+    """The unit a lower-case word names ("milligrams" -> "mg"), plural or not, or None."""
+    unit = _UNITS.get(word)
+    if unit is None and word.endswith("s"):
+        unit = _UNITS.get(word[:-1])
+    return unit
 
 
 def _near_tokens(
@@ -622,8 +628,7 @@ def _range_unit(word: str) -> str:
     """A range's unit as quantities name it ("milligrams" and "mg" are "mg"), else the
     word's stem ("glasses" -> "glass")."""
     low = word.lower()
-    unit = _UNITS.get(low) or (_UNITS.get(low[:-1]) if low.endswith("s") else None)
-    return unit or stem(low)
+    return _unit_named(low) or stem(low)
 
 
 def _compare_ranges(statement: str, evidence: str) -> FactCheck | None:
@@ -735,6 +740,12 @@ def _within(q: Quantity, direction: int, h: Quantity) -> bool:
         return False
 
 
+def _said_of_the_same(q: Quantity, h: Quantity) -> bool:
+    """Whether ``h`` is a value of ``q``'s unit said of the same thing: it shares a word
+    around it with ``q``, or ``q`` has none."""
+    return h.unit == q.unit and bool(h.context & q.context or not q.context)
+
+
 def _in_range(
     q: Quantity, ranges: Sequence[tuple[str, str]], h: Quantity, ends: Collection[str]
 ) -> bool:
@@ -743,7 +754,7 @@ def _in_range(
     end of a range the evidence gives (``ends``) is no such value: that range is compared
     as a range (:func:`_compare_ranges`), and "6 to 16 glasses" is not borne out by "six to
     eight glasses"."""
-    if h.value in ends or h.unit != q.unit or not (h.context & q.context or not q.context):
+    if h.value in ends or not _said_of_the_same(q, h):
         return False
     try:
         value = float(h.value)
@@ -777,7 +788,8 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
     values = {h.value for h in have} | {_canonical(f"{a}/{b}") for a, b in spoken}
     bounds = _bounds(statement) if wanted else {}
     stated_ranges = [(low, high) for low, high, _ in _ranges(statement, ordinals=False)]
-    ends = {end for low, high, _ in _ranges(evidence) for end in (low, high)}
+    # the ends of the evidence's own ranges, read only for a statement that gives a range
+    ends = {e for a, b, _ in _ranges(evidence) for e in (a, b)} if stated_ranges else set()
     for q in wanted:
         pool = counted if q.unit else have
         direction = bounds.get(q.value)
@@ -803,12 +815,7 @@ def _compare_numbers(statement: str, evidence: str, source_sentences: Sequence[s
         # a rival is another value of the same unit said of the same thing ("metformin
         # 1000 mg" against "metformin 500 mg"), not any number in the evidence
         rivals = [
-            h
-            for h in have
-            if h.unit is not None
-            and h.unit == q.unit
-            and h.value != q.value
-            and (h.context & q.context or not q.context)
+            h for h in have if h.unit is not None and h.value != q.value and _said_of_the_same(q, h)
         ]
         if rivals:  # the rival said of most of the same things
             rival = max(rivals, key=lambda h: len(h.context & q.context))
