@@ -18,6 +18,15 @@ name a drug or a condition the same way:
 - **findings** and **exam_signs**: symptoms a clinician asks about, and signs that have no lay
   name, so that an examiner who found one names it ("rales").
 - **allergens** and **procedures**: name -> other names.
+- **shorthand** and **shorthand_cased**: clinical shorthand -> the words it stands for
+  ("SOBOE" -> "short of breath on exertion", "h/o" -> "history of"), read in any case, or
+  (``_cased``: "SOB", "MI", "BP") only as written, where the lower-case word is another.
+  Some are read only where their other reading cannot be: **shorthand_after_dose** after a
+  dose ("500mg BD": twice a day; a paper's "BD" is bipolar disorder), and
+  **shorthand_before_count** (as written) before a whole number ("HR 96": heart rate; a
+  paper's "HR 0.62" is a hazard ratio). Only what a note writes for itself and a visit says
+  in words; nothing with a second common reading in the same place ("PE": physical exam or
+  pulmonary embolism; "RA": room air).
 
 Each reader derives its view here rather than keeping its own copy.
 """
@@ -26,10 +35,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from core.text import cached_for_short_texts
 
 LEXICON_PATH = Path(__file__).parent / "data" / "lexicon.json"
 
@@ -75,6 +86,10 @@ class Lexicon:
     exam_signs: tuple[str, ...]
     allergens: Mapping[str, tuple[str, ...]]
     procedures: Mapping[str, tuple[str, ...]]
+    shorthand: Mapping[str, str]
+    shorthand_cased: Mapping[str, str]
+    shorthand_after_dose: Mapping[str, str]
+    shorthand_before_count: Mapping[str, str]
 
     def brand_generics(self) -> dict[str, str]:
         """Every other name of a drug -> its generic name ("norvasc" -> "amlodipine")."""
@@ -158,4 +173,111 @@ def load_lexicon() -> Lexicon:
         exam_signs=tuple(raw["exam_signs"]),
         allergens=_names(raw["allergens"]),
         procedures=_names(raw["procedures"]),
+        shorthand={k.lower(): v for k, v in raw["shorthand"].items()},
+        shorthand_cased=dict(raw["shorthand_cased"]),
+        shorthand_after_dose={k.lower(): v for k, v in raw["shorthand_after_dose"].items()},
+        shorthand_before_count=dict(raw["shorthand_before_count"]),
     )
+
+
+# A word of clinical shorthand as written: letters and digits, joined by "/", "&" or "+"
+# ("h/o", "N+V", "A&E", "3/7"), and the care-of sign notes use for "complains of".
+_SHORTHAND_TOKEN_RE = re.compile(
+    r"℅|(?<![\w/&+.])[A-Za-z0-9]+(?:[/&+][A-Za-z0-9]+)*(?![\w/&+]|\.\d)"
+)
+# A duration in clinical shorthand: "3/7" is three days, "2/52" two weeks. Never a date's
+# ("on 3/7", "3/7/2020"), and a count of days is below 7, of weeks below 52.
+_DURATION_RE = re.compile(r"([1-9]\d?)/(7|52)")
+_DURATION_UNITS = {"7": ("day", "days"), "52": ("week", "weeks")}
+_DATE_BEFORE_RE = re.compile(r"\bon\s*$", re.I)
+# What a dose ends in, for the shorthand read only after one ("500mg BD", "2 puffs od").
+_DOSE_BEFORE_RE = re.compile(
+    r"\d\s*(?:mg|mcg|micrograms?|g|ml|units?|iu|tablets?|tabs?|caps(?:ules)?|puffs?|drops?)\s*$",
+    re.I,
+)
+# A whole number after the shorthand read only before one ("HR 96", "RR: 18", "HR of 110").
+_COUNT_AFTER_RE = re.compile(r"\s*(?:[:=]\s*|of\s+|was\s+|is\s+)?\d{2,3}(?![\d.,]?\d)")
+
+
+@lru_cache(maxsize=1)
+def _shorthand() -> tuple[dict[str, str], dict[str, str]]:
+    """(any-case table, as-written table): the lexicon's shorthand and the abbreviations of
+    its conditions of three letters or more ("COPD", "HTN"), each written out as the
+    condition's name; the shorthand read only after a dose is :func:`_meaning`'s."""
+    lex = load_lexicon()
+    cased = dict(lex.shorthand_cased)
+    for c in lex.conditions.values():
+        for ab in c.abbreviations:
+            if len(ab) >= _MIN_ABBREVIATION_NAME:
+                cased.setdefault(ab, c.name)
+    return dict(lex.shorthand), cased
+
+
+@lru_cache(maxsize=1)
+def _shorthand_words() -> frozenset[str]:
+    """Every word of the tables in lower case: a text with none of them (or no "/") has no
+    shorthand, and is passed over at the cost of one scan."""
+    any_case, cased = _shorthand()
+    lex = load_lexicon()
+    return frozenset(
+        [*any_case, *(k.lower() for k in (*cased, *lex.shorthand_before_count))]
+    ) | set(lex.shorthand_after_dose)
+
+
+def _meaning(m: re.Match[str]) -> str | None:
+    """What the shorthand token ``m`` stands for, or None."""
+    word = m.group(0)
+    duration = _DURATION_RE.fullmatch(word)
+    if duration is not None:
+        count, per = duration.groups()
+        if int(count) >= int(per) or _DATE_BEFORE_RE.search(m.string, 0, m.start()):
+            return None
+        one, many = _DURATION_UNITS[per]
+        return f"1 {one}" if count == "1" else f"{count} {many}"
+    any_case, cased = _shorthand()
+    found = cased.get(word) or any_case.get(word.lower())
+    if found is not None:
+        return found
+    lex = load_lexicon()
+    if word.lower() in lex.shorthand_after_dose and _DOSE_BEFORE_RE.search(m.string, 0, m.start()):
+        return lex.shorthand_after_dose[word.lower()]
+    if word in lex.shorthand_before_count and _COUNT_AFTER_RE.match(m.string, m.end()):
+        return lex.shorthand_before_count[word]
+    return None
+
+
+def shorthand_used(texts: Iterable[str]) -> frozenset[str]:
+    """The shorthand these texts use themselves (lower case): a statement keeps what its
+    source writes the same way."""
+    words = _shorthand_words()
+    return frozenset(
+        m.group(0).lower()
+        for t in texts
+        for m in _SHORTHAND_TOKEN_RE.finditer(t)
+        if (m.group(0).lower() in words or "/" in m.group(0)) and _meaning(m) is not None
+    )
+
+
+@cached_for_short_texts(maxsize=16384)
+def written_out(text: str, keep: frozenset[str] = frozenset()) -> str:
+    """``text`` with its clinical shorthand written out as the words it stands for
+    ("Palpitations with SOBOE, 3/7" -> "Palpitations with short of breath on exertion, 3
+    days"), but for the shorthand in ``keep`` (lower case: what the other side writes too)."""
+    found = _SHORTHAND_TOKEN_RE.findall(text)
+    words = _shorthand_words()
+    if not any(w.lower() in words or "/" in w for w in found):
+        return text
+
+    def word(m: re.Match[str]) -> str:
+        if m.group(0).lower() in keep:
+            return m.group(0)
+        return _meaning(m) or m.group(0)
+
+    return _SHORTHAND_TOKEN_RE.sub(word, text)
+
+
+def shorthand_meaning(word: str) -> str | None:
+    """What one word of shorthand stands for ("SOBAR" -> "short of breath at rest", "3/7"
+    -> "3 days"), or None."""
+    m = _SHORTHAND_TOKEN_RE.fullmatch(word)
+    return None if m is None else _meaning(m)

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from core.grounding.facts import digits
+from core.lexicon import shorthand_meaning, written_out
 from core.text import Span, cached_for_short_texts, stem
 
 # words that carry no claim of their own: left out of both sides of the comparison
@@ -60,11 +61,15 @@ def _is_content(token: str) -> bool:
 
 @cached_for_short_texts(maxsize=4096)
 def evidence_keys(text: str) -> frozenset[str]:
-    """Every content word of ``text`` as a stem, and every number as its value (spoken
-    numbers read as digits). Cached for passages and sentences; a whole source is read once
+    """Every content word of ``text`` as a stem, every number as its value (spoken numbers
+    read as digits), and the words its clinical shorthand stands for ("BP": "blood",
+    "pressure"). Cached for passages and sentences; a whole source is read once
     per answer by the caller (:func:`keys_of`) and passed on as ``keys``."""
     keys = {_key(t) for t in _TOKEN_RE.findall(text) if _is_content(t)}
     keys |= {_key(t) for t in _TOKEN_RE.findall(digits(text)) if t[0].isdigit()}
+    meant = written_out(text)  # and what its clinical shorthand stands for ("BP")
+    if meant != text:
+        keys |= {_key(t) for t in _TOKEN_RE.findall(meant) if _is_content(t)}
     return frozenset(keys)
 
 
@@ -82,6 +87,16 @@ def statement_words(statement: str) -> list[tuple[str, Span]]:
     ]
 
 
+def _meant(word: str, keys: frozenset[str]) -> bool:
+    """Whether a word of clinical shorthand is borne out by what it stands for: at least half
+    of the content words of its meaning ("SOBOE": "short of breath on exertion") said."""
+    meaning = shorthand_meaning(word)
+    if meaning is None:
+        return False
+    words = statement_words(meaning)
+    return 2 * sum(k in keys for k, _ in words) >= len(words) > 0
+
+
 def unsupported_words(
     statement: str, evidence: Iterable[str] = (), *, keys: frozenset[str] | None = None
 ) -> list[Span]:
@@ -92,7 +107,7 @@ def unsupported_words(
         keys = keys_of(evidence)
     spans: list[Span] = []
     for key, span in statement_words(statement):
-        if key in keys:
+        if key in keys or _meant(span.text, keys):
             continue
         if spans and not statement[spans[-1].end : span.start].strip(" -"):
             last = spans.pop()

@@ -20,7 +20,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -51,6 +51,7 @@ from core.grounding.support import (
     unsupported_words,
 )
 from core.grounding.types import GroundingResult, Method, SourceChunk, StatementGrounding, Status
+from core.lexicon import shorthand_used, written_out
 from core.text import (
     Span,
     asserts_nothing,
@@ -160,6 +161,11 @@ class _SourceIndex:
         self.passages = _passages(self.sources, self.sentences)
         self.vectors: np.ndarray | None = None
         self.passage_vectors: np.ndarray | None = None
+
+    @cached_property
+    def shorthand(self) -> frozenset[str]:
+        """The clinical shorthand the sources write: a statement keeps it as written."""
+        return shorthand_used(c.text for c in self.sources)
 
     def located(self, unit: _Unit) -> tuple[int, int]:
         """``unit``'s ``[start, end)`` in its chunk as given: for a structured chunk, the
@@ -339,6 +345,7 @@ class _ModelPairs:
     cues: list[tuple[int, int, str] | None]
     contrasted: list[int]
     pairs: list[tuple[str, str]]
+    read: list[str]  # each statement as the model reads it (shorthand written out)
 
 
 # answers whose model pairs verify_batch scores in one call: a few hundred pairs, enough for
@@ -601,7 +608,11 @@ class GroundingVerifier:
         vectors = None if self.embedder is None else index.embed(self.embedder, list(statements))
         return [
             index.evidence(
-                index.best_passages(s, None if vectors is None else vectors[i], EVIDENCE_PASSAGES)
+                index.best_passages(
+                    written_out(s, index.shorthand),  # as the learned tier finds them
+                    None if vectors is None else vectors[i],
+                    EVIDENCE_PASSAGES,
+                )
             )
             for i, s in enumerate(statements)
         ]
@@ -692,16 +703,20 @@ class GroundingVerifier:
         visit that bears out the opposite better speaks against the statement however well
         its words match). Only a word that says something is present or absent is flipped:
         on dev rows, turning copulas round too ("is" -> "is not") read twice as many
-        statements and gained nothing."""
-        pairs_of = zip(texts, vectors, strict=True)
+        statements and gained nothing. Clinical shorthand is written out on both sides, as a
+        visit says it ("SOBOE": "short of breath on exertion"), but for what the other side
+        writes the same way."""
+        read = [written_out(t, index.shorthand) for t in texts]
+        pairs_of = zip(read, vectors, strict=True)
         units = [index.best_passages(t, v, EVIDENCE_PASSAGES) for t, v in pairs_of]
         evidence = [index.evidence(u) for u in units]
-        cues = [negation_cue(t, generic=False) for t in texts]
-        opposites = [turned_round(t, c) for t, c in zip(texts, cues, strict=True)]
+        shown = [written_out(e, shorthand_used([t])) for t, e in zip(texts, evidence, strict=True)]
+        cues = [negation_cue(t, generic=False) for t in read]
+        opposites = [turned_round(t, c) for t, c in zip(read, cues, strict=True)]
         contrasted = [row for row, o in enumerate(opposites) if o is not None]
-        pairs = list(zip(texts, evidence, strict=True))
-        pairs += [(cast(str, opposites[row]), evidence[row]) for row in contrasted]
-        return _ModelPairs(units, evidence, cues, contrasted, pairs)
+        pairs = list(zip(read, shown, strict=True))
+        pairs += [(cast(str, opposites[row]), shown[row]) for row in contrasted]
+        return _ModelPairs(units, evidence, cues, contrasted, pairs, read)
 
     def _learned_tier(
         self,
@@ -721,8 +736,10 @@ class GroundingVerifier:
         against the same evidence; a statement not grounded is contradicted when the rules
         found a conflict or the evidence bears out its opposite, else unsupported."""
         assert self.learned is not None
-        texts = [statements[i].text for i in open_]
-        plan = self._model_pairs(texts, [vectors.get(i) for i in open_], index)
+        plan = self._model_pairs(
+            [statements[i].text for i in open_], [vectors.get(i) for i in open_], index
+        )
+        texts = plan.read  # the statements as the model reads them
         units, evidence, cues, contrasted = plan.units, plan.evidence, plan.cues, plan.contrasted
         try:
             logits = self.learned.logits(plan.pairs).astype(np.float64)
@@ -833,7 +850,12 @@ class GroundingVerifier:
             # reads the statement turned round there as the better borne out
             cue = cues[row]
             turned = family == "negation" and cue is not None and negation_ok
-            marks = ((cue[0], cue[1]),) if turned and cue is not None else ()
+            marks: tuple[tuple[int, int], ...] = ()
+            if turned and cue is not None:  # where the statement as written says the cue
+                written = statements[i].text
+                cue_words = texts[row][cue[0] : cue[1]]
+                same = texts[row] == written
+                marks = ((cue[0], cue[1]),) if same else _said_marks(written, [cue_words])
             confidence = support if status == "grounded" else 1.0 - support
             decisions[i] = _Decision(
                 cast(Status, status),
@@ -1245,12 +1267,19 @@ def _check_sources(sources: Sequence[SourceChunk]) -> None:
 def _check_unit(
     statement: str, unit: _Unit, index: _SourceIndex, families: Sequence[str] = FAMILIES
 ) -> FactCheck:
-    """The statement's specifics against a semantic candidate and the text around it."""
+    """The statement's specifics against a semantic candidate and the text around it, the
+    evidence's clinical shorthand written out ("BP 150/90", "metformin BD": "blood pressure",
+    "twice a day") but for what the statement writes the same way."""
+    kept = shorthand_used([statement])
+
+    def read(texts: Sequence[str]) -> list[str]:
+        return [written_out(t, kept) for t in texts]
+
     return compare_facts(
         statement,
-        index.context(unit),
-        index.source_sentences(unit.chunk),
-        focus=index.focus(unit),
+        read(index.context(unit)),
+        read(index.source_sentences(unit.chunk)),
+        focus=read(index.focus(unit)),
         families=families,
     )
 

@@ -236,6 +236,60 @@ def test_a_fact_under_the_label_of_another_kind_is_flagged(
     assert result.status in ("unsupported", "contradicted"), (result.statement, result.signals)
 
 
+# A clinician's note in shorthand as the source, and an answer about it in plain words; and
+# the other way round, a note in shorthand checked against its visit.
+SHORTHAND_NOTE = (
+    "45M c/o SOB 3/7, worse on exertion. PMHx: HTN, T2DM. DHx: metformin 500mg BD. NKDA. "
+    "O/E: BP 150/90, HR 96. Plan: CXR."
+)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "He has been short of breath for three days.",
+        "He takes metformin 500 mg twice a day.",
+        "His blood pressure was 150/90.",
+        "A chest X-ray was ordered.",
+    ],
+)
+def test_a_note_in_shorthand_bears_out_what_it_says(
+    verifier: GroundingVerifier, statement: str
+) -> None:
+    result = verifier.verify_statement(statement, [SourceChunk("n", SHORTHAND_NOTE, "note")])
+    assert result.status == "grounded", (result.support, result.signals)
+
+
+@pytest.mark.parametrize(
+    ("statement", "changed"),
+    [
+        ("He takes metformin 500 mg three times a day.", "three times"),
+        ("His blood pressure was 160/90.", "160/90"),
+    ],
+)
+def test_a_note_in_shorthand_contradicts_a_changed_specific(
+    verifier: GroundingVerifier, statement: str, changed: str
+) -> None:
+    result = verifier.verify_statement(statement, [SourceChunk("n", SHORTHAND_NOTE, "note")])
+    assert result.status == "contradicted", (result.support, result.signals)
+    assert changed in [statement[a:b] for a, b in result.unsupported_words]
+
+
+def test_shorthand_in_a_statement_is_read_as_the_visit_says_it(
+    verifier: GroundingVerifier,
+) -> None:
+    visit = (
+        "Doctor: How is your breathing?\n"
+        "Patient: I get breathless walking up hills, for about two weeks now.\n"
+        "Doctor: And when was your last period?\n"
+        "Patient: About three days ago.\n"
+    )
+    for statement in ("SOBOE for 2/52.", "LMP 3/7 ago."):
+        result = verifier.verify_statement(statement, [SourceChunk("v", visit, "transcript")])
+        assert result.status == "grounded", (statement, result.support, result.signals)
+        assert result.unsupported_words == ()
+
+
 def test_learned_tier_reports_ok_and_support_score(verifier: GroundingVerifier) -> None:
     result = verifier.verify(
         "The right knee is swollen. An MRI was ordered.",

@@ -1472,6 +1472,65 @@ def test_a_negation_read_by_hand_contradicts_only_where_the_model_reads_it_too()
     assert doubted.reason.startswith("the sources do not bear it out")
 
 
+class _Records(_DoubtsAll):
+    """:class:`_DoubtsAll` that keeps the pairs it was given."""
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[str, str]] = []
+
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        self.pairs += list(pairs)
+        return super().logits(pairs)
+
+
+def test_the_model_reads_clinical_shorthand_written_out_but_what_the_source_writes() -> None:
+    dialogue = "[doctor] your BP is fine . breathless ?\n[patient] up hills , for two weeks ."
+    model = _Records()
+    said = "BP fine, SOBOE for 2/52."
+    result = GroundingVerifier(learned=model).verify_statement(
+        said, [SourceChunk("v", dialogue, "transcript")]
+    )
+    assert model.pairs[0][0] == "BP fine, short of breath on exertion for 2 weeks."
+    # the words marked are the statement's own, as written
+    assert [said[a:b] for a, b in result.unsupported_words] == ["SOBOE"]
+
+
+def test_a_negation_is_marked_where_a_statement_with_shorthand_says_it() -> None:
+    dialogue = "[doctor] any chest pain ?\n[patient] no , none at all ."
+    said = "H/o HTN, reports chest pain."
+    (upheld,) = (
+        GroundingVerifier(learned=_ReadsNegation())
+        .verify(said, [SourceChunk("v", dialogue, "transcript")])
+        .statements
+    )
+    assert upheld.status == "contradicted"
+    assert "reports" in [said[a:b] for a, b in upheld.unsupported_words]
+
+
+def test_shorthand_is_borne_out_by_what_it_stands_for() -> None:
+    from core.grounding.support import unsupported_words
+
+    said = "LMP 3/7 ago, SOBAR."
+    evidence = ["My last period was three days ago."]
+    assert [w.text for w in unsupported_words(said, evidence)] == ["SOBAR"]
+
+
+def test_the_evidence_s_shorthand_is_read_for_what_it_stands_for() -> None:
+    from core.grounding.support import evidence_keys, unsupported_words
+
+    note = "O/E: BP 150/90, HR 96. DHx: metformin 500mg BD."
+    assert {"examination", "blood", "pressur", "heart", "rat", "twic"} <= evidence_keys(note)
+    assert unsupported_words("Her blood pressure was 150/90.", [note]) == []
+    # its specifics too: a value the note gives as "BP" is the blood pressure's
+    result = GroundingVerifier(learned=_DoubtsAll()).verify_statement(
+        "Her blood pressure was 160/90.", [SourceChunk("n", note, "note")]
+    )
+    assert (result.status, result.reason) == (
+        "contradicted",
+        "vital sign differs: 160/90 mmhg vs 150/90 mmhg",
+    )
+
+
 def test_an_unsupported_statement_names_the_words_no_source_says() -> None:
     dialogue = "[doctor] how is the cough ?\n[patient] still there , worse at night ."
     visit = [SourceChunk("v", dialogue, "transcript")]

@@ -9,7 +9,7 @@ import pytest
 from core.clinical import extract_mentions, is_chronic
 from core.grounding.facts import condition_mentions, drug_mentions
 from core.grounding.facts import load_lexicon as facts_view
-from core.lexicon import load_lexicon
+from core.lexicon import load_lexicon, shorthand_meaning, shorthand_used, written_out
 from core.severity import subjects
 
 
@@ -84,3 +84,45 @@ def test_a_visit_that_talks_of_diabetes_talks_of_its_type() -> None:
     assert check.status == "agree"
     other = compare_facts("History of gout.", said, said, families=("conditions",))
     assert other.status != "agree"
+
+
+@pytest.mark.parametrize(
+    ("note", "written"),
+    [
+        ("Palpitations with SOBOE.", "Palpitations with short of breath on exertion."),
+        (
+            "c/o cough 3/7, h/o COPD.",
+            "complains of cough 3 days, history of chronic obstructive pulmonary disease.",
+        ),
+        ("LBP for 1/52.", "low back pain for 1 week."),
+        ("Allergies: PCN. N+V", "Allergies: penicillin. nausea and vomiting"),
+        ("Metformin 500mg BD.", "Metformin 500mg twice a day."),  # after a dose
+        ("HR 96, RR: 18.", "heart rate 96, respiratory rate: 18."),  # before a count
+    ],
+)
+def test_clinical_shorthand_is_written_out(note: str, written: str) -> None:
+    assert written_out(note) == written
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I could sob.",  # "SOB" only as written
+        "Seen on 3/7 and again on 3/7/2021.",  # dates
+        "Took 7/7 days, 60/52.",  # no count of days reaches 7, nor of weeks 52
+        "The PE was normal.",  # two common readings: not in the table
+        "Rates of BD were higher (HR 0.62; RR of 1.3).",  # bipolar disorder; ratios
+    ],
+)
+def test_words_that_only_look_like_shorthand_stay(text: str) -> None:
+    assert written_out(text) == text
+
+
+def test_shorthand_the_source_writes_too_is_kept() -> None:
+    kept = shorthand_used(["Doctor: your BP was high, and the ECG showed an old MI."])
+    assert kept == {"bp", "mi"}
+    assert written_out("BP high, old MI, SOB.", kept) == "BP high, old MI, short of breath."
+    assert shorthand_meaning("SOBAR") == "short of breath at rest"
+    assert shorthand_meaning("2/52") == "2 weeks"
+    assert shorthand_meaning("sob") is None
+    assert shorthand_meaning("9/7") is None
