@@ -834,7 +834,8 @@ class GroundingVerifier:
             else:
                 status, method = "unsupported", "unsupported"
                 reason = f"the sources do not bear it out (support {support:.2f})"
-                unsaid = unsaid_phrases(texts[row], keys=source_keys)
+                # in the statement's own words, as its marks are
+                unsaid = unsaid_phrases(statements[i].text, keys=source_keys)
                 if unsaid:  # what no source names at all is what to check first
                     shown = ", ".join(
                         f"“{textwrap.shorten(w, UNSAID_CHARS, placeholder='…')}”"

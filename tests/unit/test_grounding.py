@@ -1491,8 +1491,10 @@ def test_the_model_reads_clinical_shorthand_written_out_but_what_the_source_writ
         said, [SourceChunk("v", dialogue, "transcript")]
     )
     assert model.pairs[0][0] == "BP fine, short of breath on exertion for 2 weeks."
-    # the words marked are the statement's own, as written
+    # the words marked and quoted are the statement's own, as written
     assert [said[a:b] for a, b in result.unsupported_words] == ["SOBOE"]
+    assert result.reason is not None
+    assert result.reason.endswith("; no source says “SOBOE”")
 
 
 def test_a_negation_is_marked_where_a_statement_with_shorthand_says_it() -> None:
