@@ -199,29 +199,40 @@ _DOSE_BEFORE_RE = re.compile(
 _COUNT_AFTER_RE = re.compile(r"\s*(?:[:=]\s*|of\s+|was\s+|is\s+)?\d{2,3}(?![\d.,]?\d)")
 
 
+@dataclass(frozen=True, slots=True)
+class _Shorthand:
+    """The lexicon's shorthand tables as they are read (keys in the case they are matched)."""
+
+    any_case: dict[str, str]  # lower case
+    cased: dict[str, str]  # as written, the conditions' abbreviations too
+    after_dose: dict[str, str]  # lower case
+    before_count: dict[str, str]  # as written
+    words: frozenset[str]  # every key in lower case
+
+    def candidate(self, word: str) -> bool:
+        """Whether ``word`` may be shorthand: a key of a table, or a word with a "/" (a
+        duration). A text with none is passed over at the cost of one scan."""
+        return word.lower() in self.words or "/" in word
+
+
 @lru_cache(maxsize=1)
-def _shorthand() -> tuple[dict[str, str], dict[str, str]]:
-    """(any-case table, as-written table): the lexicon's shorthand and the abbreviations of
-    its conditions of three letters or more ("COPD", "HTN"), each written out as the
-    condition's name; the shorthand read only after a dose is :func:`_meaning`'s."""
+def _shorthand() -> _Shorthand:
+    """The tables: the lexicon's shorthand, and the abbreviations of its conditions of three
+    letters or more ("COPD", "HTN"), each written out as the condition's name."""
     lex = load_lexicon()
     cased = dict(lex.shorthand_cased)
     for c in lex.conditions.values():
         for ab in c.abbreviations:
             if len(ab) >= _MIN_ABBREVIATION_NAME:
                 cased.setdefault(ab, c.name)
-    return dict(lex.shorthand), cased
-
-
-@lru_cache(maxsize=1)
-def _shorthand_words() -> frozenset[str]:
-    """Every word of the tables in lower case: a text with none of them (or no "/") has no
-    shorthand, and is passed over at the cost of one scan."""
-    any_case, cased = _shorthand()
-    lex = load_lexicon()
-    return frozenset(
-        [*any_case, *(k.lower() for k in (*cased, *lex.shorthand_before_count))]
-    ) | set(lex.shorthand_after_dose)
+    tables = (lex.shorthand, cased, lex.shorthand_after_dose, lex.shorthand_before_count)
+    return _Shorthand(
+        dict(lex.shorthand),
+        cased,
+        dict(lex.shorthand_after_dose),
+        dict(lex.shorthand_before_count),
+        frozenset(k.lower() for table in tables for k in table),
+    )
 
 
 def _meaning(m: re.Match[str]) -> str | None:
@@ -234,27 +245,26 @@ def _meaning(m: re.Match[str]) -> str | None:
             return None
         one, many = _DURATION_UNITS[per]
         return f"1 {one}" if count == "1" else f"{count} {many}"
-    any_case, cased = _shorthand()
-    found = cased.get(word) or any_case.get(word.lower())
+    tables = _shorthand()
+    found = tables.cased.get(word) or tables.any_case.get(word.lower())
     if found is not None:
         return found
-    lex = load_lexicon()
-    if word.lower() in lex.shorthand_after_dose and _DOSE_BEFORE_RE.search(m.string, 0, m.start()):
-        return lex.shorthand_after_dose[word.lower()]
-    if word in lex.shorthand_before_count and _COUNT_AFTER_RE.match(m.string, m.end()):
-        return lex.shorthand_before_count[word]
+    if word.lower() in tables.after_dose and _DOSE_BEFORE_RE.search(m.string, 0, m.start()):
+        return tables.after_dose[word.lower()]
+    if word in tables.before_count and _COUNT_AFTER_RE.match(m.string, m.end()):
+        return tables.before_count[word]
     return None
 
 
 def shorthand_used(texts: Iterable[str]) -> frozenset[str]:
     """The shorthand these texts use themselves (lower case): a statement keeps what its
     source writes the same way."""
-    words = _shorthand_words()
+    tables = _shorthand()
     return frozenset(
         m.group(0).lower()
         for t in texts
         for m in _SHORTHAND_TOKEN_RE.finditer(t)
-        if (m.group(0).lower() in words or "/" in m.group(0)) and _meaning(m) is not None
+        if tables.candidate(m.group(0)) and _meaning(m) is not None
     )
 
 
@@ -263,9 +273,7 @@ def written_out(text: str, keep: frozenset[str] = frozenset()) -> str:
     """``text`` with its clinical shorthand written out as the words it stands for
     ("Palpitations with SOBOE, 3/7" -> "Palpitations with short of breath on exertion, 3
     days"), but for the shorthand in ``keep`` (lower case: what the other side writes too)."""
-    found = _SHORTHAND_TOKEN_RE.findall(text)
-    words = _shorthand_words()
-    if not any(w.lower() in words or "/" in w for w in found):
+    if not any(map(_shorthand().candidate, _SHORTHAND_TOKEN_RE.findall(text))):
         return text
 
     def word(m: re.Match[str]) -> str:
